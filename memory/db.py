@@ -1,0 +1,55 @@
+"""The database: embedded or configured PostgreSQL, migrated, behind an asyncpg pool."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass
+
+import asyncpg
+
+from memory.migrate import migrate
+from memory.pg_embedded import EmbeddedPostgres
+from memory.settings import MemorySettings
+
+log = logging.getLogger(__name__)
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+
+
+@dataclass
+class Database:
+    pool: asyncpg.Pool
+    dsn: str
+    embedded: EmbeddedPostgres | None = None
+
+    async def close(self) -> None:
+        await self.pool.close()
+        if self.embedded is not None:
+            await asyncio.to_thread(self.embedded.stop)
+
+
+async def open_database(settings: MemorySettings, *, durable_init: bool = True) -> Database:
+    """Start embedded PostgreSQL unless ``DATABASE_URL`` is set, migrate, open a pool."""
+    embedded = None
+    dsn = settings.database_url
+    if not dsn:
+        embedded = EmbeddedPostgres(settings.postgres_dir, durable_init=durable_init)
+        dsn = await asyncio.to_thread(embedded.start)
+    try:
+        conn = await asyncpg.connect(dsn)
+        try:
+            await migrate(conn)
+        finally:
+            await conn.close()
+        pool = await asyncpg.create_pool(
+            dsn, min_size=settings.db_pool_min, max_size=settings.db_pool_max, init=_init_connection
+        )
+    except BaseException:
+        if embedded is not None:
+            await asyncio.to_thread(embedded.stop)
+        raise
+    return Database(pool=pool, dsn=dsn, embedded=embedded)

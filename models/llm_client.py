@@ -1,0 +1,109 @@
+"""One OpenAI-compatible client for every LLM call in Annie.
+
+It speaks to whatever the runtime chose (the managed llama-server, Ollama's ``/v1``
+or another configured endpoint). Besides plain and streamed chat it offers
+:meth:`LLMClient.chat_json`, a completion constrained by a JSON schema and validated
+against it before it is returned.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import jsonschema
+from openai import AsyncOpenAI
+
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
+
+
+class LLMOutputError(ValueError):
+    """The model answered, but not with what was asked for."""
+
+
+def strip_wrappers(text: str) -> str:
+    """Remove ``<think>`` blocks and a surrounding code fence."""
+    return _FENCE.sub("", _THINK.sub("", text).strip()).strip()
+
+
+class LLMClient:
+    def __init__(self, base_url: str, model: str, api_key: str = "local", timeout: float = 120.0):
+        self.base_url = base_url
+        self.model = model
+        self._client = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+
+    @property
+    def openai(self) -> AsyncOpenAI:
+        return self._client
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        max_tokens: int = 512,
+        temperature: float = 0.2,
+        **extra: Any,
+    ) -> str:
+        response = await self._client.chat.completions.create(
+            model=self.model,
+            messages=messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            **extra,
+        )
+        return response.choices[0].message.content or ""
+
+    async def stream(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        max_tokens: int = 512,
+        temperature: float = 0.2,
+        **extra: Any,
+    ) -> AsyncIterator[str]:
+        stream = await self._client.chat.completions.create(
+            model=self.model,
+            messages=messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stream=True,
+            **extra,
+        )
+        async for chunk in stream:
+            if chunk.choices and (delta := chunk.choices[0].delta.content):
+                yield delta
+
+    async def chat_json(
+        self,
+        messages: list[dict[str, Any]],
+        schema: dict[str, Any],
+        *,
+        name: str = "result",
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+    ) -> Any:
+        """A completion constrained by ``schema``; the parsed, validated value."""
+        text = await self.chat(
+            messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            response_format={
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": schema, "strict": True},
+            },
+        )
+        try:
+            value = json.loads(strip_wrappers(text))
+        except json.JSONDecodeError as exc:
+            raise LLMOutputError(f"the model did not return JSON: {exc}: {text[:200]!r}") from exc
+        try:
+            jsonschema.validate(value, schema)
+        except jsonschema.ValidationError as exc:
+            raise LLMOutputError(f"the model's JSON does not fit the schema: {exc.message}") from exc
+        return value
+
+    async def close(self) -> None:
+        await self._client.close()

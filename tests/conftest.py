@@ -1,0 +1,88 @@
+"""Shared fixtures: real PostgreSQL, real models, the real managed LLM.
+
+Everything a test writes goes under pytest's temporary directories. Models come from
+the model cache that ``make setup`` assembled (downloads are off in tests).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from memory.migrate import migrate
+from memory.pg_embedded import EmbeddedPostgres
+from models.settings import BundledLLM, ModelSettings
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+def shared(relative: str) -> Path:
+    path = SHARED_DATA / relative
+    if not path.exists():
+        pytest.fail(f"test data {path} is missing: the shared data folder must sit beside the repository")
+    return path
+
+
+@pytest.fixture(scope="session")
+def model_settings() -> ModelSettings:
+    return ModelSettings(allow_download=False, llm_model=BundledLLM.QWEN_1_5B)
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """A PostgreSQL server for the session: ``DATABASE_URL`` if set, else embedded."""
+    url = os.environ.get("DATABASE_URL")
+    if url:
+        yield url
+        return
+    server = EmbeddedPostgres(tmp_path_factory.mktemp("pg") / "data", durable_init=False)
+    dsn = server.start()
+    yield dsn
+    server.stop()
+
+
+def _with_database(dsn: str, name: str) -> str:
+    base, _, query = dsn.partition("?")
+    root = base.rsplit("/", 1)[0]
+    return f"{root}/{name}" + (f"?{query}" if query else "")
+
+
+@pytest.fixture(scope="session")
+async def pg_template(pg_server) -> str:
+    """A migrated template database; each test clones it (fast, isolated)."""
+    name = f"annie_tpl_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(pg_server)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    conn = await asyncpg.connect(_with_database(pg_server, name))
+    await migrate(conn)
+    await conn.close()
+    yield name
+    await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    await admin.close()
+
+
+@pytest.fixture
+async def database_url(pg_server, pg_template) -> str:
+    """A fresh, migrated database for one test."""
+    name = f"annie_t_{uuid.uuid4().hex[:10]}"
+    admin = await asyncpg.connect(pg_server)
+    await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"')
+    yield _with_database(pg_server, name)
+    await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    await admin.close()
+
+
+@pytest.fixture(scope="session")
+async def managed_llm(model_settings, tmp_path_factory):
+    """The managed llama-server with the bundled GGUF, shared by the session."""
+    from models.llm_runtime import start_llm
+
+    settings = model_settings.model_copy(update={"llm_base_url": None, "ollama_host": None, "llm_ctx_size": 4096})
+    runtime = await start_llm(settings, tmp_path_factory.mktemp("llm-run"))
+    yield runtime
+    await runtime.close()

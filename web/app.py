@@ -1,0 +1,46 @@
+"""The ASGI app: composes the routers of the other packages behind token auth."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from web.auth import require_token
+from web.runtime import Runtime
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "request"
+        parts.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "; ".join(parts)
+
+
+def create_app(runtime: Runtime, token: str) -> FastAPI:
+    """The app for a started :class:`Runtime`; the caller owns the runtime's lifetime."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+
+    app = FastAPI(title="Annie", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.token = token
+    app.state.runtime = runtime
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(status_code=422, content={"detail": _validation_message(exc)})
+
+    @app.get("/health", include_in_schema=False)
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/v1/status", dependencies=[Depends(require_token)])
+    async def status() -> dict:
+        return await runtime.status()
+
+    return app

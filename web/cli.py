@@ -1,0 +1,105 @@
+"""The ``annie`` command line: serve, doctor, models, db, memory."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from memory.settings import MemorySettings
+from models.settings import ModelSettings
+from web.settings import WebSettings
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
+    for noisy in ("httpx", "httpcore", "urllib3", "asyncio"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from web.serve import AlreadyRunning, serve
+
+    web = WebSettings()
+    if args.host:
+        web.host = args.host
+    if args.port:
+        web.port = args.port
+    try:
+        asyncio.run(serve(web, MemorySettings(), ModelSettings()))
+    except AlreadyRunning as exc:
+        print(f"annie: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from web.doctor import run_doctor
+
+    return run_doctor(ModelSettings(), MemorySettings())
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from web.doctor import assemble_models, list_models
+
+    settings = ModelSettings()
+    if args.action == "assemble":
+        return assemble_models(settings)
+    return list_models(settings)
+
+
+def cmd_db(args: argparse.Namespace) -> int:
+    from memory.db import open_database
+
+    async def _migrate() -> None:
+        db = await open_database(MemorySettings())
+        try:
+            async with db.pool.acquire() as conn:
+                rows = await conn.fetch("SELECT version, name, applied_at FROM schema_migrations ORDER BY version")
+            for row in rows:
+                print(f"{row['version']:04d}_{row['name']}  applied {row['applied_at']:%Y-%m-%d %H:%M}")
+        finally:
+            await db.close()
+
+    asyncio.run(_migrate())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="annie", description="Annie, a local-first voice assistant with memory")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run Annie (web app, database, LLM)")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.set_defaults(func=cmd_serve)
+
+    doctor = sub.add_parser("doctor", help="check every component and say how to fix what is missing")
+    doctor.set_defaults(func=cmd_doctor)
+
+    models = sub.add_parser("models", help="list or assemble the models")
+    models.add_argument("action", choices=["list", "assemble"])
+    models.set_defaults(func=cmd_models)
+
+    db = sub.add_parser("db", help="database maintenance")
+    db.add_argument("action", choices=["migrate"])
+    db.set_defaults(func=cmd_db)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _setup_logging(args.verbose)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""Everything a running Annie holds: the database, the vector index, the LLM.
+
+Started once by ``annie serve`` (or a test), stopped in reverse order, each part
+stopped even when another fails to stop.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memory.db import Database, open_database
+from memory.settings import MemorySettings
+from memory.vectors import VectorIndex, open_vector_index
+from models.embed import EMBED_DIM
+from models.llm_runtime import LLMRuntime, start_llm
+from models.settings import ModelSettings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Runtime:
+    memory_settings: MemorySettings
+    model_settings: ModelSettings
+    db: Database
+    vectors: VectorIndex
+    llm: LLMRuntime | None
+    _stack: AsyncExitStack = field(repr=False, default_factory=AsyncExitStack)
+
+    async def status(self) -> dict:
+        async with self.db.pool.acquire() as conn:
+            version = await conn.fetchval("SHOW server_version")
+        return {
+            "database": {"embedded": self.db.embedded is not None, "version": version},
+            "vectors": {"kind": type(self.vectors).__name__, "points": await self.vectors.count()},
+            "llm": {"backend": self.llm.backend.value if self.llm else None,
+                    "model": self.llm.client.model if self.llm else None},
+        }
+
+    async def close(self) -> None:
+        await self._stack.aclose()
+
+
+async def start_runtime(
+    memory_settings: MemorySettings,
+    model_settings: ModelSettings,
+    *,
+    with_llm: bool = True,
+) -> Runtime:
+    stack = AsyncExitStack()
+    try:
+        db = await open_database(memory_settings)
+        stack.push_async_callback(db.close)
+        vectors = await open_vector_index(memory_settings, EMBED_DIM)
+        stack.push_async_callback(vectors.close)
+        llm = None
+        if with_llm:
+            llm = await start_llm(model_settings, run_dir=run_dir(memory_settings.data_dir))
+            stack.push_async_callback(llm.close)
+    except BaseException:
+        await stack.aclose()
+        raise
+    return Runtime(memory_settings, model_settings, db, vectors, llm, stack)
+
+
+def run_dir(data_dir: Path) -> Path:
+    return data_dir / "run"
