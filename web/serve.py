@@ -7,9 +7,11 @@ OS even after ``kill -9``) keeps a second instance from sharing the database.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import logging
 import os
+import signal
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,6 +29,15 @@ log = logging.getLogger(__name__)
 
 class AlreadyRunning(RuntimeError):
     pass
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, minus its signal capture: it re-raises SIGTERM after shutdown, which
+    would kill the process before the database and the LLM server are stopped."""
+
+    @contextmanager
+    def capture_signals(self):
+        yield
 
 
 @contextmanager
@@ -55,18 +66,54 @@ def instance_lock(data_dir: Path):
         handle.close()
 
 
+class _Stopper:
+    """SIGINT/SIGTERM: stop starting up, or shut the server down; twice forces it."""
+
+    def __init__(self) -> None:
+        self.requested = asyncio.Event()
+        self.server: uvicorn.Server | None = None
+
+    def __call__(self) -> None:
+        if self.server is not None:
+            self.server.force_exit = self.server.should_exit
+            self.server.should_exit = True
+        self.requested.set()
+
+
+async def _announce(server: uvicorn.Server, url: str, token: str) -> None:
+    while not server.started:
+        await asyncio.sleep(0.05)
+    print(f"\n  Annie is ready: {url}\n  Access token:   {token}\n  Stop with Ctrl-C.\n", flush=True)
+
+
 async def serve(web: WebSettings, memory: MemorySettings, models: ModelSettings) -> None:
     with instance_lock(web.data_dir):
         token = load_or_create_token(web.data_dir, web.token)
+        stopper = _Stopper()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stopper)
         log.info("starting Annie (data dir %s)", web.data_dir)
-        runtime = await start_runtime(memory, models)
+        starting = asyncio.create_task(start_runtime(memory, models))
+        stop_wait = asyncio.create_task(stopper.requested.wait())
+        await asyncio.wait({starting, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():
+            log.info("stop requested while starting; cleaning up")
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await starting
+            return
+        stop_wait.cancel()
+        runtime = starting.result()
         try:
             app = create_app(runtime, token)
             config = uvicorn.Config(app, host=web.host, port=web.port, log_level="info", lifespan="on")
-            server = uvicorn.Server(config)
-            url = f"http://{web.host}:{web.port}"
-            print(f"\n  Annie is ready: {url}\n  Access token:   {token}\n  Stop with Ctrl-C.\n", flush=True)
+            server = stopper.server = _Server(config)
+            if stopper.requested.is_set():
+                return
+            announce = asyncio.create_task(_announce(server, f"http://{web.host}:{web.port}", token))
             await server.serve()
+            announce.cancel()
         finally:
             log.info("stopping Annie")
             await asyncio.shield(runtime.close())

@@ -18,4 +18,3 @@ class WebSettings(BaseSettings):
     port: int = 7860
     # The access token; when unset, one is generated once and kept in <data dir>/token.
     token: str | None = None
-    max_body_bytes: int = 16 * 1024 * 1024

@@ -1,0 +1,49 @@
+"""Shared by the benchmarks: timing statistics, machine facts, JSON results."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def percentiles(samples_ms: list[float]) -> dict[str, float]:
+    ordered = sorted(samples_ms)
+
+    def pick(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+    return {
+        "n": len(ordered),
+        "p50_ms": round(pick(0.50), 3),
+        "p95_ms": round(pick(0.95), 3),
+        "mean_ms": round(statistics.fmean(ordered), 3),
+    }
+
+
+def machine() -> dict[str, object]:
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "machine": platform.machine()}
+
+
+def write_result(name: str, result: dict) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    result = {"benchmark": name, "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine(), **result}
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    print(f"\nwritten to {path}")
+    return path
+
+
+class Timer:
+    def __enter__(self) -> Timer:
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.seconds = time.perf_counter() - self.start

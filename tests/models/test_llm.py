@@ -1,0 +1,81 @@
+"""The managed llama-server with the bundled Qwen2.5 GGUF: chat, JSON schema, restart."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import pytest
+
+from models.llm_client import LLMOutputError, parse_json_reply, strip_wrappers
+from models.llm_runtime import Backend, start_llm
+
+PERSON_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "city": {"type": "string"},
+        "age": {"type": "integer"},
+    },
+    "required": ["name", "city", "age"],
+    "additionalProperties": False,
+}
+
+
+async def test_managed_server_answers_a_prompt(managed_llm):
+    assert managed_llm.backend is Backend.MANAGED
+    reply = await managed_llm.client.chat(
+        [{"role": "user", "content": "What is the capital of France? Answer with one word."}], max_tokens=10
+    )
+    assert "paris" in reply.lower()
+
+
+async def test_schema_constrained_completion_is_valid_json(managed_llm):
+    value = await managed_llm.client.chat_json(
+        [{"role": "user", "content": "Priya is 34 and lives in Lisbon. Give her name, city and age."}],
+        PERSON_SCHEMA,
+    )
+    assert value["name"].lower().startswith("priya")
+    assert "lisbon" in value["city"].lower()
+    assert value["age"] == 34
+
+
+async def test_streaming_yields_text(managed_llm):
+    chunks = [c async for c in managed_llm.client.stream([{"role": "user", "content": "Say hello."}], max_tokens=8)]
+    assert len(chunks) >= 2 and "".join(chunks).strip()
+
+
+async def test_server_is_restarted_after_a_crash(managed_llm):
+    server = managed_llm.server
+    before = server.pid
+    os.kill(before, signal.SIGKILL)
+    await asyncio.sleep(0.5)
+    assert await server.wait_healthy(120)
+    assert server.pid != before and server.restarts >= 1
+    reply = await managed_llm.client.chat([{"role": "user", "content": "Say yes."}], max_tokens=4)
+    assert reply.strip()
+
+
+async def test_unreachable_endpoints_fall_back_to_the_managed_server(model_settings, tmp_path):
+    settings = model_settings.model_copy(
+        update={"llm_base_url": "http://127.0.0.1:9/v1", "ollama_host": "http://127.0.0.1:9", "llm_ctx_size": 1024}
+    )
+    runtime = await start_llm(settings, tmp_path)
+    try:
+        assert runtime.backend is Backend.MANAGED
+    finally:
+        await runtime.close()
+    assert not (tmp_path / "llama-server.pid").exists()
+
+
+def test_strip_wrappers_removes_think_blocks_and_fences():
+    assert strip_wrappers('<think>hmm</think>\n```json\n{"a": 1}\n```') == '{"a": 1}'
+
+
+def test_invalid_or_off_schema_json_is_a_clear_error():
+    with pytest.raises(LLMOutputError, match="did not return JSON"):
+        parse_json_reply("not json at all", PERSON_SCHEMA)
+    with pytest.raises(LLMOutputError, match="does not fit the schema"):
+        parse_json_reply('{"name": "Priya"}', PERSON_SCHEMA)
+    assert parse_json_reply('```json\n{"name": "P", "city": "L", "age": 3}\n```', PERSON_SCHEMA)["age"] == 3

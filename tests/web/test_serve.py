@@ -1,0 +1,127 @@
+"""``annie serve`` as a person runs it: health, token, Ctrl-C, and recovery after kill -9."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from models.process import free_port, pid_alive, read_pid
+
+ANNIE = str(Path(sys.executable).parent / "annie")
+
+
+def _start(data_dir: Path, port: int) -> subprocess.Popen:
+    env = dict(os.environ)
+    env.update(
+        ANNIE_DATA_DIR=str(data_dir), ANNIE_PORT=str(port), ANNIE_ALLOW_DOWNLOAD="false",
+        ANNIE_LLM_CTX_SIZE="2048", ANNIE_LLM_PARALLEL="1",
+    )
+    for key in ("DATABASE_URL", "ANNIE_DATABASE_URL", "QDRANT_URL", "OLLAMA_HOST", "ANNIE_LLM_BASE_URL"):
+        env.pop(key, None)
+    log = (data_dir.parent / f"serve-{port}.log").open("ab")
+    return subprocess.Popen([ANNIE, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _wait_healthy(proc: subprocess.Popen, port: int, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"annie serve exited with {proc.returncode} before it was healthy")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    pytest.fail("annie serve did not become healthy")
+
+
+def _children(data_dir: Path) -> dict[str, int]:
+    pids = {
+        "llama-server": read_pid(data_dir / "run" / "llama-server.pid"),
+        "postgres": read_pid(data_dir / "postgres" / "postmaster.pid"),
+    }
+    assert all(pids.values()), pids
+    return pids  # type: ignore[return-value]
+
+
+def _wait_gone(pid: int, timeout: float = 30) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.fixture
+def data_dir(tmp_path) -> Path:
+    return tmp_path / "annie"
+
+
+def test_serve_health_token_and_ctrl_c_stops_everything(data_dir):
+    port = free_port()
+    proc = _start(data_dir, port)
+    try:
+        _wait_healthy(proc, port)
+        base = f"http://127.0.0.1:{port}"
+        health = httpx.get(f"{base}/health")
+        assert health.json() == {"status": "ok"}
+        assert httpx.get(f"{base}/v1/status").status_code == 401
+        assert httpx.get(f"{base}/v1/status", headers={"X-Internal-Token": "wrong"}).status_code == 401
+        token = (data_dir / "token").read_text().strip()
+        assert oct((data_dir / "token").stat().st_mode & 0o777) == "0o600"
+        status = httpx.get(f"{base}/v1/status", headers={"X-Internal-Token": token}, timeout=10).json()
+        assert status["llm"]["backend"] == "llama-server"
+        assert status["database"]["embedded"] is True
+        children = _children(data_dir)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+        for name, pid in children.items():
+            assert _wait_gone(pid), f"{name} (pid {pid}) outlived annie serve"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_second_run_after_kill_9_recovers(data_dir):
+    port = free_port()
+    first = _start(data_dir, port)
+    _wait_healthy(first, port)
+    token = (data_dir / "token").read_text().strip()
+    children = _children(data_dir)
+    first.kill()
+    first.wait()
+    assert _wait_gone(children["llama-server"]), "llama-server must die with its parent"
+
+    second = _start(data_dir, port)
+    try:
+        _wait_healthy(second, port)
+        assert (data_dir / "token").read_text().strip() == token
+        response = httpx.get(f"http://127.0.0.1:{port}/v1/status", headers={"X-Internal-Token": token}, timeout=10)
+        assert response.status_code == 200
+        again = _children(data_dir)
+        assert again["llama-server"] != children["llama-server"]
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(timeout=60) == 0
+        for name, pid in again.items():
+            assert _wait_gone(pid), f"{name} (pid {pid}) outlived annie serve"
+    finally:
+        if second.poll() is None:
+            second.kill()
+
+
+def test_a_second_instance_on_the_same_data_dir_is_refused(data_dir):
+    from web.serve import AlreadyRunning, instance_lock
+
+    with instance_lock(data_dir):
+        with pytest.raises(AlreadyRunning, match="already running"):
+            with instance_lock(data_dir):
+                pass
