@@ -80,6 +80,8 @@ class EmbeddedPostgres:
     def _run(self, exe: str, args: list[str], timeout: int = 120) -> subprocess.CompletedProcess:
         kwargs: dict = {}
         if self._user is not None:
+            # Re-checked every time: another program may have tightened a parent since.
+            _make_traversable(self.pgdata)
             kwargs = {"user": self._user.pw_uid, "group": self._user.pw_gid}
         return subprocess.run(
             [str(POSTGRES_BIN_PATH / exe), "-D", str(self.pgdata), *args],

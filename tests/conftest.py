@@ -7,6 +7,8 @@ the model cache that ``make setup`` assembled (downloads are off in tests).
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -33,17 +35,33 @@ def model_settings() -> ModelSettings:
     return ModelSettings(allow_download=False, llm_model=BundledLLM.QWEN_1_5B)
 
 
+def _scratch() -> Path:
+    # Not under pytest's own temp tree: pytest tightens that tree's permissions when
+    # another run starts, which would lock out the database's service user.
+    return Path(tempfile.mkdtemp(prefix="annie-test-"))
+
+
+@pytest.fixture
+def scratch_dir():
+    """A temporary directory for a test that runs PostgreSQL under it; removed after."""
+    path = _scratch()
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory):
+def pg_server():
     """A PostgreSQL server for the session: ``DATABASE_URL`` if set, else embedded."""
     url = os.environ.get("DATABASE_URL")
     if url:
         yield url
         return
-    server = EmbeddedPostgres(tmp_path_factory.mktemp("pg") / "data", durable_init=False)
+    root = _scratch()
+    server = EmbeddedPostgres(root / "data", durable_init=False)
     dsn = server.start()
     yield dsn
     server.stop()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def _with_database(dsn: str, name: str) -> str:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
-
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from ingest.api import omi_router
+from ingest.api import router as ingest_router
+from memory.api import router as memory_router
 from web.auth import require_token
 from web.runtime import Runtime
 
@@ -23,13 +24,14 @@ def _validation_message(exc: RequestValidationError) -> str:
 def create_app(runtime: Runtime, token: str) -> FastAPI:
     """The app for a started :class:`Runtime`; the caller owns the runtime's lifetime."""
 
-    @asynccontextmanager
-    async def lifespan(app: FastAPI):
-        yield
-
-    app = FastAPI(title="Annie", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app = FastAPI(title="Annie", version="0.1.0", docs_url=None, redoc_url=None)
     app.state.token = token
     app.state.runtime = runtime
+    app.state.memory = runtime.memory
+    app.state.ingest = runtime.ingest
+    app.include_router(memory_router, dependencies=[Depends(require_token)])
+    app.include_router(ingest_router, dependencies=[Depends(require_token)])
+    app.include_router(omi_router)  # Omi webhooks: HMAC signature or per-device secret
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

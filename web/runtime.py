@@ -11,7 +11,10 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ingest.service import IngestService
+from ingest.settings import IngestSettings
 from memory.db import Database, open_database
+from memory.service import MemoryService
 from memory.settings import MemorySettings
 from memory.vectors import VectorIndex, open_vector_index
 from models.embed import EMBED_DIM
@@ -27,6 +30,8 @@ class Runtime:
     model_settings: ModelSettings
     db: Database
     vectors: VectorIndex
+    memory: MemoryService
+    ingest: IngestService
     llm: LLMRuntime | None
     _stack: AsyncExitStack = field(repr=False, default_factory=AsyncExitStack)
 
@@ -47,6 +52,7 @@ class Runtime:
 async def start_runtime(
     memory_settings: MemorySettings,
     model_settings: ModelSettings,
+    ingest_settings: IngestSettings | None = None,
     *,
     with_llm: bool = True,
 ) -> Runtime:
@@ -56,6 +62,12 @@ async def start_runtime(
         stack.push_async_callback(db.close)
         vectors = await open_vector_index(memory_settings, EMBED_DIM)
         stack.push_async_callback(vectors.close)
+        memory = MemoryService(memory_settings, model_settings, db.pool, vectors)
+        await memory.start()
+        stack.push_async_callback(memory.close)
+        ingest = IngestService(ingest_settings or IngestSettings(data_dir=memory_settings.data_dir), model_settings)
+        await ingest.start()
+        stack.push_async_callback(ingest.close)
         llm = None
         if with_llm:
             llm = await start_llm(model_settings, run_dir=run_dir(memory_settings.data_dir))
@@ -63,7 +75,7 @@ async def start_runtime(
     except BaseException:
         await stack.aclose()
         raise
-    return Runtime(memory_settings, model_settings, db, vectors, llm, stack)
+    return Runtime(memory_settings, model_settings, db, vectors, memory, ingest, llm, stack)
 
 
 def run_dir(data_dir: Path) -> Path:

@@ -100,5 +100,7 @@ CREATE TABLE jobs (
     updated_at   TIMESTAMPTZ NOT NULL DEFAULT now(),
     finished_at  TIMESTAMPTZ
 );
-CREATE UNIQUE INDEX jobs_dedup_pending ON jobs (kind, dedup_key) WHERE state IN ('queued', 'running');
+-- At most one queued job per key; a running one may coexist with one queued behind it,
+-- so work that arrives while a job runs is not lost.
+CREATE UNIQUE INDEX jobs_dedup_queued ON jobs (kind, dedup_key) WHERE state = 'queued';
 CREATE INDEX jobs_ready ON jobs (state, run_after, priority DESC);

@@ -49,6 +49,7 @@ class EdgeVectorIndex:
         self.dim = dim
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qdrant-edge")
         self._shard = self._open()
+        self._closed = False
 
     def _open(self) -> EdgeShard:
         if (self.path / "edge_config.json").exists():
@@ -105,6 +106,10 @@ class EdgeVectorIndex:
         await self._call(_reset)
 
     async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+
         def _close() -> None:
             self._shard.flush()
             self._shard.close()

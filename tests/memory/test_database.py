@@ -51,8 +51,8 @@ async def test_full_text_column_is_generated_and_searchable(database_url):
         await conn.close()
 
 
-async def test_open_database_starts_embedded_server_and_stops_it(tmp_path):
-    settings = MemorySettings(data_dir=tmp_path / "annie", database_url=None)
+async def test_open_database_starts_embedded_server_and_stops_it(scratch_dir):
+    settings = MemorySettings(data_dir=scratch_dir / "annie", database_url=None)
     db = await open_database(settings, durable_init=False)
     try:
         async with db.pool.acquire() as conn:
@@ -66,8 +66,8 @@ async def test_open_database_starts_embedded_server_and_stops_it(tmp_path):
 
 
 @pytest.mark.parametrize("kill_signal", [signal.SIGKILL])
-async def test_restart_after_the_server_was_killed(tmp_path, kill_signal):
-    server = EmbeddedPostgres(tmp_path / "pg", durable_init=False)
+async def test_restart_after_the_server_was_killed(scratch_dir, kill_signal):
+    server = EmbeddedPostgres(scratch_dir / "pg", durable_init=False)
     dsn = await asyncio.to_thread(server.start)
     conn = await asyncpg.connect(dsn)
     await conn.execute("CREATE TABLE kept (x int); INSERT INTO kept VALUES (42)")
@@ -77,7 +77,7 @@ async def test_restart_after_the_server_was_killed(tmp_path, kill_signal):
     deadline = time.monotonic() + 10
     while server._ours_running(pid) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-    restarted = EmbeddedPostgres(tmp_path / "pg", durable_init=False)
+    restarted = EmbeddedPostgres(scratch_dir / "pg", durable_init=False)
     dsn = await asyncio.to_thread(restarted.start)
     try:
         conn = await asyncpg.connect(dsn)
@@ -87,13 +87,13 @@ async def test_restart_after_the_server_was_killed(tmp_path, kill_signal):
         await asyncio.to_thread(restarted.stop)
 
 
-async def test_adopts_a_server_left_running(tmp_path):
-    first = EmbeddedPostgres(tmp_path / "pg", durable_init=False)
+async def test_adopts_a_server_left_running(scratch_dir):
+    first = EmbeddedPostgres(scratch_dir / "pg", durable_init=False)
     dsn = await asyncio.to_thread(first.start)
-    second = EmbeddedPostgres(tmp_path / "pg", durable_init=False)  # as after kill -9 of Annie
+    second = EmbeddedPostgres(scratch_dir / "pg", durable_init=False)  # as after kill -9 of Annie
     assert await asyncio.to_thread(second.start) == dsn
     conn = await asyncpg.connect(dsn)
     assert await conn.fetchval("SELECT 1") == 1
     await conn.close()
     await asyncio.to_thread(second.stop)
-    assert not (tmp_path / "pg" / "postmaster.pid").exists()
+    assert not (scratch_dir / "pg" / "postmaster.pid").exists()

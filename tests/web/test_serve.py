@@ -62,8 +62,8 @@ def _wait_gone(pid: int, timeout: float = 30) -> bool:
 
 
 @pytest.fixture
-def data_dir(tmp_path) -> Path:
-    return tmp_path / "annie"
+def data_dir(scratch_dir) -> Path:
+    return scratch_dir / "annie"
 
 
 def test_serve_health_token_and_ctrl_c_stops_everything(data_dir):

@@ -1,0 +1,82 @@
+"""The embed job: segment texts to vectors in the index, idempotently.
+
+Each segment gets a deterministic point id (:func:`memory.store.point_id`), so running
+a job twice writes the same points. The embedding model's name is stored on the
+segment and in each point's payload; segments embedded by another model are embedded
+again, so a model switch is detected and repaired by the next job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+import asyncpg
+
+from memory.jobs import Job
+from memory.store import point_id
+from memory.vectors import VectorIndex, VectorPoint
+from models.embed import Embedder
+
+log = logging.getLogger(__name__)
+
+EMBED = "embed"
+DELETE_VECTORS = "delete_vectors"
+BATCH = 64
+
+
+class SegmentEmbedding:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        vectors: VectorIndex,
+        embedder: Callable[[], Awaitable[Embedder]],
+        batch: int = BATCH,
+    ) -> None:
+        self.pool = pool
+        self.vectors = vectors
+        self._embedder = embedder
+        self.batch = batch
+
+    async def embed_session(self, session_id: str) -> int:
+        """Embed every segment of the session not yet embedded by the current model."""
+        embedder = await self._embedder()
+        done = 0
+        while True:
+            rows = await self.pool.fetch(
+                """SELECT session_id, segment_id, user_id, speaker, text, start_s, end_s, ts
+                   FROM segments WHERE session_id = $1 AND embedded_model IS DISTINCT FROM $2
+                   ORDER BY start_s LIMIT $3""",
+                session_id, embedder.name, self.batch,
+            )
+            if not rows:
+                return done
+            vectors = await asyncio.to_thread(embedder.embed, [r["text"] for r in rows])
+            points = [
+                VectorPoint(
+                    id=point_id(r["session_id"], r["segment_id"]),
+                    vector=vector,
+                    payload={
+                        "text": r["text"], "segment_id": r["segment_id"], "session_id": r["session_id"],
+                        "speaker": r["speaker"], "start": r["start_s"], "end": r["end_s"],
+                        "timestamp": r["ts"].timestamp(), "user_id": r["user_id"], "model": embedder.name,
+                    },
+                )
+                for r, vector in zip(rows, vectors, strict=True)
+            ]
+            await self.vectors.upsert(points)
+            # Mark only rows whose text is still what was embedded.
+            await self.pool.executemany(
+                """UPDATE segments SET embedded_model = $3
+                   WHERE session_id = $1 AND segment_id = $2 AND text = $4""",
+                [(r["session_id"], r["segment_id"], embedder.name, r["text"]) for r in rows],
+            )
+            done += len(rows)
+
+    async def handle_embed(self, job: Job) -> None:
+        count = await self.embed_session(job.payload["session_id"])
+        log.debug("embedded %d segments of %s", count, job.payload["session_id"])
+
+    async def handle_delete(self, job: Job) -> None:
+        await self.vectors.delete(list(job.payload["point_ids"]))

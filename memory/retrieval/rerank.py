@@ -1,0 +1,57 @@
+"""After fusion: temporal decay, then maximal marginal relevance for diversity."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from memory.retrieval.recipes import DecayConfig, MMRConfig
+from memory.retrieval.types import MemoryHit
+
+_WORD = re.compile(r"\w+")
+
+
+def decay_factor(timestamp: datetime, now: datetime, entity_type: str | None, config: DecayConfig) -> float:
+    """``2^(-age_days / half_life)``, never below the floor for evergreen entity types."""
+    age_days = max(0.0, (now - timestamp).total_seconds() / 86400.0)
+    factor = 2.0 ** (-age_days / config.half_life_days)
+    if entity_type in config.evergreen_types:
+        factor = max(factor, config.evergreen_floor)
+    return factor
+
+
+def apply_decay(hits: list[MemoryHit], now: datetime, config: DecayConfig) -> list[MemoryHit]:
+    for hit in hits:
+        hit.score *= decay_factor(hit.timestamp, now, hit.entity_type, config)
+    return sorted(hits, key=lambda h: (-h.score, h.id))
+
+
+def words(text: str) -> frozenset[str]:
+    return frozenset(w.lower() for w in _WORD.findall(text))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def mmr(hits: list[MemoryHit], limit: int, config: MMRConfig) -> list[MemoryHit]:
+    """Pick ``limit`` hits from the top ``pool``: lambda * relevance - (1 - lambda) * similarity."""
+    pool = hits[: max(config.pool, limit)]
+    if not pool:
+        return []
+    top = pool[0].score or 1.0
+    relevance = {h.id: h.score / top for h in pool}
+    bags = {h.id: words(h.text) for h in pool}
+    chosen: list[MemoryHit] = []
+    rest = list(pool)
+    while rest and len(chosen) < limit:
+        def value(hit: MemoryHit) -> float:
+            similarity = max((jaccard(bags[hit.id], bags[c.id]) for c in chosen), default=0.0)
+            return config.lambda_ * relevance[hit.id] - (1 - config.lambda_) * similarity
+
+        best = max(rest, key=value)
+        chosen.append(best)
+        rest.remove(best)
+    return chosen

@@ -1,0 +1,91 @@
+"""Run a recipe: legs concurrently, RRF, temporal decay, MMR.
+
+A leg that fails (the vector index down, the embedding model not loaded yet) is
+logged and contributes nothing; the others still answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+import asyncpg
+
+from memory.retrieval.bm25 import bm25_leg
+from memory.retrieval.filters import SearchFilters
+from memory.retrieval.fusion import rrf
+from memory.retrieval.graph_leg import graph_leg
+from memory.retrieval.recipes import SearchRecipe
+from memory.retrieval.rerank import apply_decay, mmr
+from memory.retrieval.types import Leg, MemoryHit
+from memory.retrieval.vector_leg import vector_leg
+from memory.vectors import VectorIndex
+from models.embed import Embedder
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SearchDeps:
+    pool: asyncpg.Pool
+    vectors: VectorIndex | None
+    embedder: Callable[[], Awaitable[Embedder]]
+
+
+async def _run_leg(leg: Leg, deps: SearchDeps, query: str, filters: SearchFilters, limit: int) -> list[MemoryHit]:
+    if leg is Leg.BM25:
+        return await bm25_leg(deps.pool, query, filters, limit)
+    if leg is Leg.GRAPH:
+        return await graph_leg(deps.pool, query, filters, limit)
+    if deps.vectors is None:
+        raise RuntimeError("no vector index")
+    return await vector_leg(deps.vectors, await deps.embedder(), query, filters, limit)
+
+
+async def _mark_evergreen(pool: asyncpg.Pool, hits: list[MemoryHit], types: frozenset[str]) -> None:
+    """Give segments that mention an evergreen entity (person, place, ...) that type."""
+    keys = [(h.session_id, h.id.split("/", 1)[1]) for h in hits if h.kind == "segment" and h.entity_type is None]
+    if not keys:
+        return
+    rows = await pool.fetch(
+        """SELECT DISTINCT ON (em.session_id, em.segment_id) em.session_id, em.segment_id, e.type
+           FROM entity_mentions em JOIN entities e ON e.id = em.entity_id
+           JOIN unnest($1::text[], $2::text[]) AS k(session_id, segment_id)
+             ON em.session_id = k.session_id AND em.segment_id = k.segment_id
+           WHERE e.type = ANY($3::text[])""",
+        [k[0] for k in keys], [k[1] for k in keys], list(types),
+    )
+    found = {f"{r['session_id']}/{r['segment_id']}": r["type"] for r in rows}
+    for hit in hits:
+        if hit.id in found:
+            hit.entity_type = found[hit.id]
+
+
+async def search(
+    deps: SearchDeps,
+    query: str,
+    recipe: SearchRecipe,
+    filters: SearchFilters,
+    *,
+    now: datetime,
+    limit: int = 10,
+) -> list[MemoryHit]:
+    results = await asyncio.gather(
+        *(_run_leg(leg, deps, query, filters, recipe.leg_limit) for leg in recipe.legs), return_exceptions=True
+    )
+    ranked: dict[Leg, list[MemoryHit]] = {}
+    for leg, result in zip(recipe.legs, results, strict=True):
+        if isinstance(result, BaseException):
+            log.warning("search: the %s leg failed (%s: %s); using the others", leg, type(result).__name__, result)
+            continue
+        ranked[leg] = result
+    hits = rrf(ranked, recipe.rrf_k)
+    if recipe.decay is not None:
+        await _mark_evergreen(deps.pool, hits[: max(limit * 4, 40)], recipe.decay.evergreen_types)
+        hits = apply_decay(hits, now, recipe.decay)
+    if recipe.mmr is not None:
+        return mmr(hits, limit, recipe.mmr)
+    return hits[:limit]

@@ -1,0 +1,230 @@
+"""The memory as one service: ingestion, background jobs, search, briefing, tools.
+
+Started by the web runtime with an open database and vector index. The embedding
+model loads in the background at start; until it is ready, search runs on the BM25
+and graph legs and embed jobs wait for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+
+from memory import jobs
+from memory.briefing import format_briefing
+from memory.capture import CapturePayload, CaptureSegment, append_payload, capture_path
+from memory.embedding import DELETE_VECTORS, EMBED, SegmentEmbedding
+from memory.ingestion import FileIngestor
+from memory.retrieval.filters import SearchFilters
+from memory.retrieval.recipes import RECIPES, RecipeName, SearchRecipe
+from memory.retrieval.search import SearchDeps, search
+from memory.retrieval.types import MemoryHit
+from memory.settings import MemorySettings
+from memory.vectors import VectorIndex
+from memory.watcher import TranscriptWatcher
+from memory.worker import JobWorker, PriorityGate
+from models.embed import Embedder, load_embedder, resolve_embed
+from models.settings import ModelSettings
+
+log = logging.getLogger(__name__)
+
+BRIEFING_QUERY_DAYS = 7
+REMEMBER_DEVICE = "annie-remember"
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    limit: int = 10
+    hours_back: float | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    speaker: str | None = None
+    now: datetime | None = None
+    recipe: RecipeName = RecipeName.HYBRID
+
+
+class MemoryService:
+    def __init__(
+        self,
+        settings: MemorySettings,
+        model_settings: ModelSettings,
+        pool: asyncpg.Pool,
+        vectors: VectorIndex | None,
+        gate: PriorityGate | None = None,
+    ) -> None:
+        self.settings = settings
+        self.model_settings = model_settings
+        self.pool = pool
+        self.vectors = vectors
+        self.gate = gate or PriorityGate()
+        self._embedder_task: asyncio.Task | None = None
+        self.embedding = SegmentEmbedding(pool, vectors, self.embedder) if vectors is not None else None
+        handlers = {}
+        if self.embedding is not None:
+            handlers = {EMBED: self.embedding.handle_embed, DELETE_VECTORS: self.embedding.handle_delete}
+        self.worker = JobWorker(pool, handlers, self.gate)
+        self.ingestor = FileIngestor(pool, settings.user_id, on_enqueued=self.worker.wake)
+        self.watcher = TranscriptWatcher(settings.transcripts_dir, self.ingestor)
+        self.recipes: dict[RecipeName, SearchRecipe] = dict(RECIPES)
+
+    # lifecycle -------------------------------------------------------------------------
+
+    async def start(self, *, watch: bool = True, work: bool = True) -> None:
+        self._embedder_task = asyncio.create_task(self._load_embedder(), name="load-embedder")
+        if watch:
+            await self.watcher.start()
+        if work:
+            self.worker.start()
+
+    async def close(self) -> None:
+        await self.watcher.stop()
+        await self.worker.stop()
+        if self._embedder_task and not self._embedder_task.done():
+            self._embedder_task.cancel()
+
+    async def _load_embedder(self) -> Embedder:
+        started = time.monotonic()
+        path = await asyncio.to_thread(resolve_embed, self.model_settings)
+        embedder = await asyncio.to_thread(load_embedder, str(path))
+        log.info("embedding model %s ready in %.1f s", embedder.name, time.monotonic() - started)
+        return embedder
+
+    async def embedder(self) -> Embedder:
+        if self._embedder_task is None:
+            self._embedder_task = asyncio.create_task(self._load_embedder())
+        return await asyncio.shield(self._embedder_task)
+
+    # search ----------------------------------------------------------------------------
+
+    async def search(self, request: SearchRequest) -> list[MemoryHit]:
+        now = request.now or datetime.now(UTC)
+        start = request.start
+        if request.hours_back is not None:
+            since = now - timedelta(hours=request.hours_back)
+            start = max(start, since) if start else since
+        filters = SearchFilters(self.settings.user_id, request.speaker, start, request.end)
+        deps = SearchDeps(self.pool, self.vectors, self.embedder)
+        return await search(deps, request.query, self.recipes[request.recipe], filters, now=now, limit=request.limit)
+
+    async def recent(self, *, days: float = BRIEFING_QUERY_DAYS, limit: int = 12, now: datetime | None = None) -> list[MemoryHit]:
+        """The latest segments, newest first, for the session-start briefing."""
+        now = now or datetime.now(UTC)
+        rows = await self.pool.fetch(
+            """SELECT session_id, segment_id, speaker, text, ts FROM segments
+               WHERE user_id = $1 AND ts >= $2 AND ts <= $3 ORDER BY ts DESC LIMIT $4""",
+            self.settings.user_id, now - timedelta(days=days), now, limit,
+        )
+        return [
+            MemoryHit("segment", f"{r['session_id']}/{r['segment_id']}", r["text"], r["speaker"], r["ts"], r["session_id"])
+            for r in rows
+        ]
+
+    async def briefing(self, *, now: datetime | None = None, budget: int = 2000) -> str:
+        """The ``<memory>`` block for the start of a conversation ("" when empty)."""
+        now = now or datetime.now(UTC)
+        return format_briefing(await self.recent(now=now), now, budget)
+
+    # tools (compact one-line-per-item text for the LLM) --------------------------------
+
+    async def search_memory(self, query: str, hours_back: float | None = None, limit: int = 5) -> str:
+        hits = await self.search(SearchRequest(query=query, hours_back=hours_back, limit=limit))
+        if not hits:
+            return "No memories found."
+        return "\n".join(
+            f"[{h.id}] {h.timestamp:%Y-%m-%d} {h.speaker or 'fact'}: {h.text[:300]}" for h in hits
+        )
+
+    async def remember(self, fact: str, *, now: datetime | None = None) -> str:
+        """Store a fact the user asked to be remembered, as a capture file, and index it."""
+        fact = fact.strip()
+        if not fact:
+            return "Nothing to remember."
+        now = now or datetime.now(UTC)
+        session_id = f"remember-{now:%Y%m%d}"
+        segment_id = f"r{int(now.timestamp() * 1000)}"
+        start_of_day = datetime(now.year, now.month, now.day, tzinfo=UTC)
+        offset = (now - start_of_day).total_seconds()
+        payload = CapturePayload(
+            session_id=session_id, device_id=REMEMBER_DEVICE, session_started_at=start_of_day.timestamp(),
+            segments=[CaptureSegment(segment_id=segment_id, speaker="user", text=fact, start=offset, end=offset,
+                                     stt_engine="typed", pinned=True)],
+        )
+        path = await asyncio.to_thread(append_payload, self.settings.transcripts_dir, payload)
+        await self.watcher.ingest_path(path)
+        return f"Remembered [{session_id}/{segment_id}]."
+
+    # ingestion and introspection --------------------------------------------------------
+
+    async def ingest_session(self, session_id: str) -> Path:
+        path = capture_path(self.settings.transcripts_dir, session_id)
+        if not path.is_file():
+            raise FileNotFoundError(path.name)
+        await self.watcher.ingest_path(path)
+        return path
+
+    async def stats(self) -> dict:
+        row = await self.pool.fetchrow(
+            """SELECT (SELECT count(*) FROM sessions WHERE user_id = $1) AS sessions,
+                      (SELECT count(*) FROM segments WHERE user_id = $1) AS segments,
+                      (SELECT count(*) FROM segments WHERE user_id = $1 AND embedded_model IS NOT NULL) AS embedded,
+                      (SELECT count(*) FROM entities WHERE user_id = $1) AS entities,
+                      (SELECT count(*) FROM edges WHERE user_id = $1 AND valid_to IS NULL) AS facts,
+                      (SELECT min(ts) FROM segments WHERE user_id = $1) AS first,
+                      (SELECT max(ts) FROM segments WHERE user_id = $1) AS last""",
+            self.settings.user_id,
+        )
+        vector_points = None
+        if self.vectors is not None:
+            try:
+                vector_points = await self.vectors.count()
+            except Exception as exc:  # noqa: BLE001 - stats report, never fail
+                log.warning("vector index count failed: %s", exc)
+        return {
+            **{k: row[k] for k in ("sessions", "segments", "embedded", "entities", "facts")},
+            "first_segment_at": row["first"].isoformat() if row["first"] else None,
+            "last_segment_at": row["last"].isoformat() if row["last"] else None,
+            "vector_points": vector_points,
+            "jobs": await jobs.counts(self.pool),
+        }
+
+    async def session(self, session_id: str) -> dict | None:
+        row = await self.pool.fetchrow(
+            "SELECT * FROM sessions WHERE session_id = $1 AND user_id = $2", session_id, self.settings.user_id
+        )
+        if row is None:
+            return None
+        segments = await self.pool.fetch(
+            """SELECT segment_id, speaker, text, start_s, end_s, ts, language, stt_engine, emotion, is_sweep, pinned
+               FROM segments WHERE session_id = $1 ORDER BY start_s, segment_id""",
+            session_id,
+        )
+        return {
+            "session_id": row["session_id"], "device_id": row["device_id"],
+            "started_at": row["started_at"].isoformat(), "segment_count": row["segment_count"],
+            "segments": [
+                {"segment_id": s["segment_id"], "speaker": s["speaker"], "text": s["text"], "start": s["start_s"],
+                 "end": s["end_s"], "timestamp": s["ts"].isoformat(), "language": s["language"],
+                 "stt_engine": s["stt_engine"], "emotion": s["emotion"], "is_sweep": s["is_sweep"],
+                 "pinned": s["pinned"]}
+                for s in segments
+            ],
+        }
+
+    async def entities(self, entity_type: str | None = None, limit: int = 200) -> list[dict]:
+        rows = await self.pool.fetch(
+            """SELECT id, type, name, confidence, sensitivity, first_seen, last_seen, mention_count, tier
+               FROM entities WHERE user_id = $1 AND ($2::text IS NULL OR type = $2)
+               ORDER BY last_seen DESC, id LIMIT $3""",
+            self.settings.user_id, entity_type, limit,
+        )
+        return [
+            {**dict(r), "first_seen": r["first_seen"].isoformat(), "last_seen": r["last_seen"].isoformat()}
+            for r in rows
+        ]

@@ -1,0 +1,142 @@
+"""The background worker: runs queued jobs, yielding to live voice turns.
+
+Live conversation comes first: while any voice turn holds the :class:`PriorityGate`,
+the worker takes no new job (a job already running finishes). Every failure is
+recorded on the job (retry with backoff, then dead); the worker itself never stops
+because a job failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from collections.abc import Awaitable, Callable
+
+import asyncpg
+
+from memory import jobs
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[jobs.Job], Awaitable[None]]
+
+
+class PriorityGate:
+    """Held by live voice turns; background work waits while any is held."""
+
+    def __init__(self) -> None:
+        self._live = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    @property
+    def busy(self) -> bool:
+        return self._live > 0
+
+    @contextlib.asynccontextmanager
+    async def live_turn(self):
+        self._live += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._live -= 1
+            if self._live == 0:
+                self._idle.set()
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
+
+
+class JobWorker:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        handlers: dict[str, Handler],
+        gate: PriorityGate | None = None,
+        *,
+        poll_s: float = 1.0,
+        lease_s: float = 300.0,
+        reap_every_s: float = 30.0,
+    ) -> None:
+        self.pool = pool
+        self.handlers = handlers
+        self.gate = gate or PriorityGate()
+        self.poll_s = poll_s
+        self.lease_s = lease_s
+        self.reap_every_s = reap_every_s
+        self.name = f"{socket.gethostname()}:{os.getpid()}"
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="memory-job-worker")
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def run_one(self) -> bool:
+        """Lease and run one ready job; False if none was ready."""
+        job = await jobs.lease(self.pool, self.name, self.lease_s)
+        if job is None:
+            return False
+        handler = self.handlers.get(job.kind)
+        try:
+            if handler is None:
+                raise LookupError(f"no handler for job kind {job.kind!r}")
+            await handler(job)
+        except asyncio.CancelledError:
+            await asyncio.shield(jobs.fail(self.pool, job, "worker stopped while running"))
+            raise
+        except Exception as exc:  # noqa: BLE001 - every failure is recorded on the job
+            reason = f"{type(exc).__name__}: {exc}"
+            state = await jobs.fail(self.pool, job, reason)
+            log.warning("job %s %s (%s) failed, attempt %d/%d, now %s: %s",
+                        job.kind, job.dedup_key, job.id, job.attempts, job.max_attempts, state, reason)
+        else:
+            await jobs.complete(self.pool, job)
+        return True
+
+    async def run_until_idle(self, timeout: float = 600.0) -> None:
+        """Run jobs until none is ready or running anywhere (rebuilds, benchmarks, tests)."""
+        async with asyncio.timeout(timeout):
+            while True:
+                if await self.run_one():
+                    continue
+                pending = await self.pool.fetchval(
+                    "SELECT count(*) FROM jobs WHERE state = 'running' OR (state = 'queued' AND run_after <= now())"
+                )
+                if not pending:
+                    return
+                await asyncio.sleep(0.05)
+
+    async def _loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_reap = 0.0
+        while True:
+            try:
+                if loop.time() >= next_reap:
+                    if reaped := await jobs.reap_stale(self.pool):
+                        log.warning("requeued %d job(s) whose worker died", reaped)
+                    next_reap = loop.time() + self.reap_every_s
+                await self.gate.wait_idle()
+                if await self.run_one():
+                    continue
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.poll_s)
+            except asyncio.CancelledError:
+                raise
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                log.warning("job worker: database unavailable (%s); retrying", exc)
+                await asyncio.sleep(min(self.poll_s * 5, 10))

@@ -1,0 +1,64 @@
+"""Memory fixtures: a MemoryService on a fresh database, vector index and transcripts dir."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from memory.capture import CapturePayload, CaptureSegment, append_payload
+from memory.db import _init_connection
+from memory.service import MemoryService
+from memory.settings import MemorySettings
+from memory.vectors.edge import EdgeVectorIndex
+from models.embed import EMBED_DIM
+
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+async def pool(database_url):
+    pool = await asyncpg.create_pool(database_url, min_size=1, max_size=4, init=_init_connection)
+    yield pool
+    await pool.close()
+
+
+@pytest.fixture
+def memory_settings(tmp_path, database_url) -> MemorySettings:
+    return MemorySettings(data_dir=tmp_path / "annie", database_url=database_url)
+
+
+@pytest.fixture
+async def memory(memory_settings, model_settings, pool):
+    """A started service (watcher + worker) on an empty memory."""
+    vectors = EdgeVectorIndex(memory_settings.vectors_dir / "test", EMBED_DIM)
+    service = MemoryService(memory_settings, model_settings, pool, vectors)
+    await service.start()
+    yield service
+    await service.close()
+    await vectors.close()
+
+
+def payload(session_id: str, segments: list[tuple], *, sweep: bool = False, started: datetime = T0,
+            device: str = "omi") -> CapturePayload:
+    """segments: (segment_id, speaker, text, start, end[, pinned])"""
+    return CapturePayload(
+        session_id=session_id, device_id=device, session_started_at=started.timestamp(), is_sweep=sweep,
+        segments=[
+            CaptureSegment(segment_id=s[0], speaker=s[1], text=s[2], start=s[3], end=s[4],
+                           pinned=s[5] if len(s) > 5 else False, stt_engine="test")
+            for s in segments
+        ],
+    )
+
+
+def write(transcripts: Path, item: CapturePayload) -> Path:
+    return append_payload(transcripts, item)
+
+
+def write_raw(path: Path, line: str | dict) -> None:
+    with path.open("a") as handle:
+        handle.write((json.dumps(line) if isinstance(line, dict) else line) + "\n")

@@ -1,0 +1,103 @@
+"""The job queue and worker against the real database."""
+
+from __future__ import annotations
+
+import asyncio
+
+from memory import jobs
+from memory.worker import JobWorker, PriorityGate
+
+
+async def test_enqueue_deduplicates_queued_jobs(pool):
+    first = await jobs.enqueue(pool, "embed", "s1", {"session_id": "s1"})
+    assert first is not None
+    assert await jobs.enqueue(pool, "embed", "s1", {"session_id": "s1"}) is None
+    job = await jobs.lease(pool, "w")
+    assert job.id == first
+    # While it runs, one more may queue behind it (work that arrived meanwhile), not two.
+    second = await jobs.enqueue(pool, "embed", "s1", {"session_id": "s1"})
+    assert second is not None and await jobs.enqueue(pool, "embed", "s1") is None
+    assert await jobs.lease(pool, "w2") is None  # same key is running
+    await jobs.complete(pool, job)
+    assert (await jobs.lease(pool, "w2")).id == second
+
+
+async def test_failures_back_off_then_die_with_the_reason(pool):
+    await jobs.enqueue(pool, "extract", "s1", max_attempts=3)
+    for attempt in (1, 2, 3):
+        job = await jobs.lease(pool, "w")
+        assert job is not None and job.attempts == attempt
+        state = await jobs.fail(pool, job, f"LLM unreachable #{attempt}")
+        if attempt < 3:
+            assert state == "queued"
+            run_after = await pool.fetchval("SELECT run_after - now() FROM jobs WHERE id=$1", job.id)
+            assert run_after.total_seconds() > 0
+            await pool.execute("UPDATE jobs SET run_after = now() WHERE id=$1", job.id)
+    assert state == "dead"
+    row = await pool.fetchrow("SELECT state, attempts, last_error FROM jobs")
+    assert (row["state"], row["attempts"], row["last_error"]) == ("dead", 3, "LLM unreachable #3")
+
+
+def test_backoff_grows_exponentially_with_jitter():
+    for attempt in range(1, 8):
+        value = jobs.backoff_seconds(attempt, base=2, cap=1000)
+        assert 0.75 * 2 * 2 ** (attempt - 1) <= value <= 1.25 * 2 * 2 ** (attempt - 1)
+    assert jobs.backoff_seconds(30, base=2, cap=60) <= 75
+
+
+async def test_reaper_requeues_jobs_of_a_dead_worker(pool):
+    await jobs.enqueue(pool, "embed", "s9")
+    job = await jobs.lease(pool, "crashed-worker", lease_s=0.01)
+    await asyncio.sleep(0.05)
+    assert await jobs.reap_stale(pool) == 1
+    again = await jobs.lease(pool, "w")
+    assert again.id == job.id and again.attempts == 2
+    assert "lease expired" in await pool.fetchval("SELECT last_error FROM jobs")
+
+
+async def test_worker_runs_jobs_records_failures_and_yields_to_live_turns(pool):
+    ran: list[str] = []
+
+    async def ok(job):
+        ran.append(job.dedup_key)
+
+    async def broken(job):
+        raise RuntimeError("boom")
+
+    gate = PriorityGate()
+    worker = JobWorker(pool, {"ok": ok, "broken": broken}, gate, poll_s=0.05)
+    worker.start()
+    try:
+        async with gate.live_turn():
+            await jobs.enqueue(pool, "ok", "during-turn")
+            worker.wake()
+            await asyncio.sleep(0.3)
+            assert ran == [], "no background job runs while a voice turn is live"
+        for _ in range(100):
+            if ran:
+                break
+            await asyncio.sleep(0.05)
+        assert ran == ["during-turn"]
+        await jobs.enqueue(pool, "broken", "b", max_attempts=1)
+        await jobs.enqueue(pool, "unknown-kind", "u", max_attempts=1)
+        worker.wake()
+        for _ in range(100):
+            if await pool.fetchval("SELECT count(*) FROM jobs WHERE state='dead'") == 2:
+                break
+            await asyncio.sleep(0.05)
+        errors = dict(await pool.fetch("SELECT kind, last_error FROM jobs WHERE state='dead'"))
+        assert errors == {"broken": "RuntimeError: boom", "unknown-kind": "LookupError: no handler for job kind 'unknown-kind'"}
+    finally:
+        await worker.stop()
+
+
+async def test_run_until_idle_drains_the_queue(pool):
+    seen = []
+
+    async def handler(job):
+        seen.append(job.dedup_key)
+
+    for i in range(3):
+        await jobs.enqueue(pool, "k", str(i))
+    await JobWorker(pool, {"k": handler}).run_until_idle(10)
+    assert sorted(seen) == ["0", "1", "2"]

@@ -1,0 +1,143 @@
+"""Each retrieval stage on known data, and the hybrid pipeline end to end."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memory.retrieval.fusion import rrf
+from memory.retrieval.recipes import DecayConfig, MMRConfig, RecipeName
+from memory.retrieval.rerank import apply_decay, decay_factor, jaccard, mmr, words
+from memory.retrieval.types import Leg, MemoryHit
+from memory.service import SearchRequest
+from tests.memory.conftest import T0, payload, write
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def hit(hid: str, text: str = "", score: float = 0.0, days_old: float = 0, etype: str | None = None) -> MemoryHit:
+    return MemoryHit("segment", hid, text or hid, "A", NOW - timedelta(days=days_old), "s", score, etype)
+
+
+def test_rrf_arithmetic():
+    a, b, c = hit("a"), hit("b"), hit("c")
+    fused = rrf({Leg.BM25: [a, b], Leg.VECTOR: [hit("b"), hit("c")]}, k=60)
+    scores = {h.id: h.score for h in fused}
+    assert scores["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert scores["a"] == pytest.approx(1 / 61)
+    assert scores["c"] == pytest.approx(1 / 62)
+    assert [h.id for h in fused] == ["b", "a", "c"]
+    assert fused[0].legs[Leg.BM25].rank == 2 and fused[0].legs[Leg.VECTOR].rank == 1
+    assert c.id == "c"
+
+
+def test_decay_halves_every_30_days_with_an_evergreen_floor():
+    config = DecayConfig()
+    assert decay_factor(NOW, NOW, None, config) == pytest.approx(1.0)
+    assert decay_factor(NOW - timedelta(days=30), NOW, None, config) == pytest.approx(0.5)
+    assert decay_factor(NOW - timedelta(days=90), NOW, None, config) == pytest.approx(0.125)
+    assert decay_factor(NOW - timedelta(days=90), NOW, "person", config) == pytest.approx(0.3)
+    assert decay_factor(NOW - timedelta(days=10), NOW, "place", config) == pytest.approx(2 ** (-1 / 3))
+    ranked = apply_decay([hit("old", score=1.0, days_old=60), hit("new", score=0.6)], NOW, config)
+    assert [h.id for h in ranked] == ["new", "old"]
+    assert ranked[1].score == pytest.approx(0.25)
+
+
+def test_mmr_prefers_diverse_results():
+    near_dupes = [hit(f"d{i}", "my sister priya lives in lisbon portugal", 1.0 - i * 0.01) for i in range(3)]
+    other = hit("x", "we booked flights to visit her in june", 0.9)
+    picked = mmr([*near_dupes, other], 2, MMRConfig(lambda_=0.7, pool=20))
+    assert [h.id for h in picked] == ["d0", "x"]
+    assert jaccard(words("a b c"), words("a b d")) == pytest.approx(0.5)
+    # lambda = 1 is pure relevance
+    assert [h.id for h in mmr([*near_dupes, other], 2, MMRConfig(lambda_=1.0))] == ["d0", "d1"]
+
+
+CONVERSATION = [
+    ("t1", "Me", "My sister Priya lives in Lisbon now.", 0, 3),
+    ("t2", "Sam", "I started training for the Berlin marathon.", 3, 6),
+    ("t3", "Me", "The dentist appointment is on Thursday.", 6, 9),
+    ("t4", "Sam", "Priya sent photos of the tiles in her new flat.", 9, 12),
+    ("t5", "Me", "We should buy running shoes before the race.", 12, 15),
+]
+
+
+@pytest.fixture
+async def ingested(memory):
+    write(memory.settings.transcripts_dir, payload("conv", CONVERSATION, started=T0))
+    await memory.ingest_session("conv")
+    await memory.worker.run_until_idle(120)
+    return memory
+
+
+async def test_hybrid_search_explains_every_leg(ingested, pool):
+    assert await pool.fetchval("SELECT count(*) FROM segments WHERE embedded_model IS NOT NULL") == 5
+    hits = await ingested.search(SearchRequest(query="where does my sister live", now=T0 + timedelta(days=1)))
+    assert hits[0].id == "conv/t1"
+    assert Leg.VECTOR in hits[0].legs and Leg.BM25 in hits[0].legs
+    assert hits[0].legs[Leg.VECTOR].rank >= 1
+    semantic = await ingested.search(SearchRequest(query="footwear for jogging", now=T0, recipe=RecipeName.VECTOR))
+    assert semantic[0].id == "conv/t5"
+    bm25_only = await ingested.search(SearchRequest(query="footwear for jogging", now=T0, recipe=RecipeName.BM25))
+    assert bm25_only == []
+
+
+async def test_filters_speaker_and_time(ingested):
+    hits = await ingested.search(SearchRequest(query="Priya", speaker="Sam", now=T0))
+    assert hits[0].id == "conv/t4" and {h.speaker for h in hits} == {"Sam"}
+    late = await ingested.search(SearchRequest(query="Priya", hours_back=1, now=T0 + timedelta(days=2)))
+    assert late == []
+    start, end = T0 + timedelta(seconds=5), T0 + timedelta(seconds=10)
+    window = await ingested.search(SearchRequest(query="Priya", start=start, end=end, now=T0))
+    assert window[0].id == "conv/t4" and {h.id for h in window} <= {"conv/t3", "conv/t4"}
+
+
+async def test_graph_leg_is_empty_without_entities(ingested):
+    assert await ingested.search(SearchRequest(query="Priya", recipe=RecipeName.GRAPH, now=T0)) == []
+
+
+async def test_bm25_still_answers_when_the_vector_index_fails(ingested):
+    await ingested.vectors.close()  # the index is gone: its leg fails
+    hits = await ingested.search(SearchRequest(query="dentist appointment", now=T0))
+    assert hits and hits[0].id == "conv/t3"
+    assert Leg.VECTOR not in hits[0].legs
+    ingested.vectors = None
+
+
+async def test_embedding_is_idempotent_and_a_model_switch_reembeds(ingested, pool):
+    assert await ingested.vectors.count() == 5
+    assert await ingested.embedding.embed_session("conv") == 0
+    await pool.execute("UPDATE segments SET embedded_model = 'old-model' WHERE segment_id = 't2'")
+    assert await ingested.embedding.embed_session("conv") == 1
+    assert await ingested.vectors.count() == 5
+
+
+async def test_briefing_lists_recent_memories(ingested):
+    text = await ingested.briefing(now=T0 + timedelta(hours=2))
+    assert text.startswith("<memory>") and text.endswith("</memory>")
+    assert 'Me said (2 hours ago): "My sister Priya lives in Lisbon now."' in text
+
+
+async def test_graph_leg_expands_named_entities_one_hop(ingested, pool):
+    async def entity(etype, name):
+        return await pool.fetchval(
+            """INSERT INTO entities (type, name, normalized_name, first_seen, last_seen, confidence)
+               VALUES ($1, $2, lower($2), $3, $3, 0.9) RETURNING id""", etype, name, T0)
+
+    priya, lisbon, marathon = await entity("person", "Priya"), await entity("place", "Lisbon"), await entity("event", "Berlin marathon")
+    for eid, seg in ((priya, "t1"), (lisbon, "t1"), (priya, "t4"), (marathon, "t2")):
+        await pool.execute(
+            "INSERT INTO entity_mentions (entity_id, session_id, segment_id, mentioned_at) VALUES ($1, 'conv', $2, $3)",
+            eid, seg, T0)
+    await pool.execute(
+        """INSERT INTO edges (subject_id, predicate, object_id, fact, confidence, valid_from)
+           VALUES ($1, 'lives_in', $2, 'Priya lives in Lisbon', 0.9, $3)""", priya, lisbon, T0)
+    hits = await ingested.search(SearchRequest(query="what about Priyas city", recipe=RecipeName.GRAPH, now=T0))
+    ids = [h.id for h in hits]
+    assert set(ids) >= {"conv/t1", "conv/t4"} and "conv/t2" not in ids
+    assert any(h.kind == "fact" and h.text == "Priya lives in Lisbon" for h in hits)
+    assert all(h.entity_type in {"person", "place", "relationship"} for h in hits)
+    # the hop: asking about Lisbon reaches Priya's other segment through the edge
+    via_hop = await ingested.search(SearchRequest(query="Lisbon", recipe=RecipeName.GRAPH, now=T0))
+    assert "conv/t4" in [h.id for h in via_hop]
