@@ -59,9 +59,13 @@ def _make_traversable(path: Path) -> None:
 
 
 class EmbeddedPostgres:
-    def __init__(self, pgdata: Path, *, durable_init: bool = True, start_timeout: int = 120) -> None:
+    def __init__(
+        self, pgdata: Path, *, durable_init: bool = True, start_timeout: int = 120, durable: bool = True
+    ) -> None:
+        """``durable=False`` turns off fsync: for throwaway test clusters only."""
         self.pgdata = pgdata.resolve()
         self.durable_init = durable_init
+        self.durable = durable
         self.start_timeout = start_timeout
         self._user = _service_user()
         self.started_here = False
@@ -153,6 +157,8 @@ class EmbeddedPostgres:
                 return self.dsn
             self._clear_stale()
         options = f"-c listen_addresses='' -k {self.socket_dir}"
+        if not self.durable:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         result = self._run(
             "pg_ctl",
             ["-w", "-t", str(self.start_timeout), "-l", str(self.pgdata / "server.log"), "-o", options, "start"],

@@ -57,7 +57,7 @@ def pg_server():
         yield url
         return
     root = _scratch()
-    server = EmbeddedPostgres(root / "data", durable_init=False)
+    server = EmbeddedPostgres(root / "data", durable_init=False, durable=False)
     dsn = server.start()
     yield dsn
     server.stop()

@@ -21,6 +21,14 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "; ".join(parts)
 
 
+def install_error_handlers(app: FastAPI) -> None:
+    """422s that say which parameter is wrong and why, in one line."""
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(status_code=422, content={"detail": _validation_message(exc)})
+
+
 def create_app(runtime: Runtime, token: str) -> FastAPI:
     """The app for a started :class:`Runtime`; the caller owns the runtime's lifetime."""
 
@@ -33,9 +41,7 @@ def create_app(runtime: Runtime, token: str) -> FastAPI:
     app.include_router(ingest_router, dependencies=[Depends(require_token)])
     app.include_router(omi_router)  # Omi webhooks: HMAC signature or per-device secret
 
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse(status_code=422, content={"detail": _validation_message(exc)})
+    install_error_handlers(app)
 
     @app.get("/health", include_in_schema=False)
     async def health() -> dict[str, str]:
