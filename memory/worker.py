@@ -85,9 +85,9 @@ class JobWorker:
                 await self._task
             self._task = None
 
-    async def run_one(self) -> bool:
-        """Lease and run one ready job; False if none was ready."""
-        job = await jobs.lease(self.pool, self.name, self.lease_s)
+    async def run_one(self, kinds: list[str] | None = None) -> bool:
+        """Lease and run one ready job (of ``kinds``, if given); False if none was ready."""
+        job = await jobs.lease(self.pool, self.name, self.lease_s, kinds)
         if job is None:
             return False
         handler = self.handlers.get(job.kind)
@@ -107,14 +107,16 @@ class JobWorker:
             await jobs.complete(self.pool, job)
         return True
 
-    async def run_until_idle(self, timeout: float = 600.0) -> None:
+    async def run_until_idle(self, timeout: float = 600.0, kinds: list[str] | None = None) -> None:
         """Run jobs until none is ready or running anywhere (rebuilds, benchmarks, tests)."""
         async with asyncio.timeout(timeout):
             while True:
-                if await self.run_one():
+                if await self.run_one(kinds):
                     continue
                 pending = await self.pool.fetchval(
-                    "SELECT count(*) FROM jobs WHERE state = 'running' OR (state = 'queued' AND run_after <= now())"
+                    """SELECT count(*) FROM jobs WHERE ($1::text[] IS NULL OR kind = ANY($1))
+                       AND (state = 'running' OR (state = 'queued' AND run_after <= now()))""",
+                    kinds,
                 )
                 if not pending:
                     return

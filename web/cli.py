@@ -72,6 +72,33 @@ def cmd_db(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_memory(args: argparse.Namespace) -> int:
+    from memory.db import open_database
+    from memory.rebuild import rebuild
+    from memory.vectors import open_vector_index
+    from models.embed import EMBED_DIM
+    from web.serve import AlreadyRunning, instance_lock
+
+    memory, models = MemorySettings(), ModelSettings()
+
+    async def _rebuild() -> None:
+        db = await open_database(memory)
+        vectors = await open_vector_index(memory, EMBED_DIM)
+        try:
+            await rebuild(memory, models, db, vectors)
+        finally:
+            await vectors.close()
+            await db.close()
+
+    try:
+        with instance_lock(memory.data_dir):
+            asyncio.run(_rebuild())
+    except AlreadyRunning as exc:
+        print(f"annie: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="annie", description="Annie, a local-first voice assistant with memory")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -92,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     db = sub.add_parser("db", help="database maintenance")
     db.add_argument("action", choices=["migrate"])
     db.set_defaults(func=cmd_db)
+
+    memory = sub.add_parser("memory", help="memory maintenance")
+    memory.add_argument("action", choices=["rebuild"], help="rebuild the database and vectors from the capture files")
+    memory.set_defaults(func=cmd_memory)
     return parser
 
 
