@@ -26,6 +26,12 @@ DELETE_VECTORS = "delete_vectors"
 BATCH = 64
 
 
+def embedding_text(speaker: str, text: str) -> str:
+    """What is embedded: the words with who said them, so "what did Priya say about
+    Lisbon" finds Priya's words even when her name is not in them."""
+    return f"{speaker}: {text}" if speaker else text
+
+
 class SegmentEmbedding:
     def __init__(
         self,
@@ -52,7 +58,7 @@ class SegmentEmbedding:
             )
             if not rows:
                 return done
-            vectors = await asyncio.to_thread(embedder.embed, [r["text"] for r in rows])
+            vectors = await asyncio.to_thread(embedder.embed, [embedding_text(r["speaker"], r["text"]) for r in rows])
             points = [
                 VectorPoint(
                     id=point_id(r["session_id"], r["segment_id"]),

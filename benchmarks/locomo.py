@@ -1,0 +1,206 @@
+"""LoCoMo retrieval: recall@k of the hybrid pipeline against its single legs, one run.
+
+Each LoCoMo conversation's sessions are written as capture files (one segment per
+turn, the speaker's name, the turn's ``dia_id`` as segment id, absolute times from
+``session_N_date_time``) and ingested through the real watcher path into PostgreSQL
+and the vector index. Then every question of categories 1-4 is asked with ``now`` set
+to the conversation's last session, and the evidence turns are looked for in the top
+k results:
+
+- turn level: ``all@k`` (every evidence turn in the top k) and ``frac@k`` (mean
+  fraction of the evidence turns found);
+- session level: the same for the sessions holding the evidence.
+
+Recipes measured in the same run: hybrid (BM25 + vector + graph), bm25 and vector,
+each as configured (temporal decay relative to ``now``) and again without decay. Run: ``python -m benchmarks.locomo`` (``--limit-qa N``
+for a quick look). Needs the models assembled (``make setup``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import tempfile
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+
+from benchmarks.common import percentiles, write_result
+from memory.capture import CapturePayload, CaptureSegment, append_payload
+from memory.db import open_database
+from memory.retrieval.recipes import RECIPES, RecipeName
+from memory.service import MemoryService, SearchRequest
+from memory.settings import MemorySettings
+from memory.vectors.edge import EdgeVectorIndex
+from models.embed import EMBED_DIM
+from models.settings import ModelSettings
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+KS = (5, 10)
+TURN_SPACING_S = 30.0
+NO_DECAY = "_no_decay"
+
+
+def parse_when(text: str) -> datetime:
+    """'1:56 pm on 8 May, 2023' -> an aware datetime (taken as UTC)."""
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def session_keys(conversation: dict) -> list[int]:
+    return sorted(int(m[1]) for k in conversation if (m := re.fullmatch(r"session_(\d+)", k)))
+
+
+def turn_text(turn: dict) -> str:
+    text = turn.get("text", "")
+    if caption := turn.get("blip_caption"):
+        text += f" [shared a photo: {caption}]"
+    return text
+
+
+def capture_payloads(sample: dict) -> list[CapturePayload]:
+    conv = sample["conversation"]
+    payloads = []
+    for n in session_keys(conv):
+        started = parse_when(conv[f"session_{n}_date_time"])
+        segments = [
+            CaptureSegment(segment_id=turn["dia_id"], speaker=turn["speaker"], text=turn_text(turn),
+                           start=i * TURN_SPACING_S, end=i * TURN_SPACING_S + TURN_SPACING_S - 1,
+                           language="en", stt_engine="locomo")
+            for i, turn in enumerate(conv[f"session_{n}"])
+        ]
+        payloads.append(CapturePayload(session_id=f"{sample['sample_id']}-s{n}", device_id="locomo",
+                                       session_started_at=started.timestamp(), segments=segments))
+    return payloads
+
+
+def last_session_time(sample: dict) -> datetime:
+    conv = sample["conversation"]
+    return max(parse_when(conv[f"session_{n}_date_time"]) for n in session_keys(conv))
+
+
+def evidence_turns(qa: dict) -> set[str]:
+    found = set()
+    for item in qa.get("evidence", []):
+        for part in re.findall(r"D\d+:\d+", str(item)):
+            found.add(part)
+    return found
+
+
+def session_of(dia_id: str) -> str:
+    return dia_id.split(":")[0]
+
+
+class Score:
+    def __init__(self) -> None:
+        self.values: dict[str, list[float]] = defaultdict(list)
+
+    def add(self, evidence: set[str], ranked: list[str]) -> None:
+        ev_sessions = {session_of(e) for e in evidence}
+        for k in KS:
+            top = set(ranked[:k])
+            top_sessions = {session_of(t) for t in top}
+            self.values[f"turn_all@{k}"].append(float(evidence <= top))
+            self.values[f"turn_frac@{k}"].append(len(evidence & top) / len(evidence))
+            self.values[f"session_all@{k}"].append(float(ev_sessions <= top_sessions))
+            self.values[f"session_frac@{k}"].append(len(ev_sessions & top_sessions) / len(ev_sessions))
+
+    def summary(self) -> dict[str, float]:
+        out = {name: round(sum(v) / len(v), 4) for name, v in self.values.items() if v}
+        out["n"] = len(next(iter(self.values.values()), []))
+        return out
+
+
+async def ingest_conversation(sample: dict, root: Path, db, vectors, models: ModelSettings) -> MemoryService:
+    settings = MemorySettings(data_dir=root / sample["sample_id"], database_url=db.dsn, user_id=sample["sample_id"])
+    service = MemoryService(settings, models, db.pool, vectors)
+    await service.start()  # the watcher is running before the files appear
+    payloads = capture_payloads(sample)
+    for payload in payloads:
+        await asyncio.to_thread(append_payload, settings.transcripts_dir, payload)
+    expected = sum(len(p.segments) for p in payloads)
+    deadline = time.monotonic() + 600
+    while await db.pool.fetchval("SELECT count(*) FROM segments WHERE user_id = $1", settings.user_id) < expected:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{sample['sample_id']}: the watcher did not ingest every segment")
+        await asyncio.sleep(0.2)
+    await service.watcher.wait_idle(600)
+    await service.worker.run_until_idle(1200)
+    return service
+
+
+async def run(limit_qa: int | None, database_url: str | None) -> dict:
+    samples = json.loads(DATA.read_text())
+    models = ModelSettings(allow_download=False)
+    recipes = [RecipeName.HYBRID, RecipeName.BM25, RecipeName.VECTOR]
+    variants = [*map(str, recipes), *(f"{r}{NO_DECAY}" for r in recipes)]
+    scores: dict[str, dict[str, Score]] = {name: defaultdict(Score) for name in variants}
+    latencies: dict[str, list[float]] = defaultdict(list)
+    ingest_s = 0.0
+    with tempfile.TemporaryDirectory(prefix="annie-locomo-") as tmp:
+        root = Path(tmp)
+        db = await open_database(MemorySettings(data_dir=root / "db", database_url=database_url))
+        vectors = EdgeVectorIndex(root / "vectors", EMBED_DIM)
+        try:
+            for sample in samples:
+                start = time.perf_counter()
+                service = await ingest_conversation(sample, root, db, vectors, models)
+                ingest_s += time.perf_counter() - start
+                for recipe in recipes:
+                    name = f"{recipe}{NO_DECAY}"
+                    service.recipes[name] = RECIPES[recipe].with_(name=name, decay=None)
+                now = last_session_time(sample)
+                questions = [q for q in sample["qa"] if q.get("category") in CATEGORIES and evidence_turns(q)]
+                for qa in questions[:limit_qa]:
+                    evidence = evidence_turns(qa)
+                    for recipe in variants:
+                        t0 = time.perf_counter()
+                        hits = await service.search(SearchRequest(query=qa["question"], limit=max(KS), now=now,
+                                                                  recipe=recipe))
+                        latencies[str(recipe)].append((time.perf_counter() - t0) * 1000)
+                        ranked = [h.id.split("/", 1)[1] for h in hits if h.kind == "segment"]
+                        scores[str(recipe)][CATEGORIES[qa["category"]]].add(evidence, ranked)
+                        scores[str(recipe)]["all"].add(evidence, ranked)
+                await service.close()
+                print(f"{sample['sample_id']}: {len(questions[:limit_qa])} questions", flush=True)
+        finally:
+            await vectors.close()
+            await db.close()
+    result: dict = {
+        "dataset": "LoCoMo dev split (conv-26, conv-30, conv-41, conv-42), categories 1-4",
+        "ingest_seconds": round(ingest_s, 1),
+        "recipes": {
+            name: {"by_category": {cat: s.summary() for cat, s in per.items()}, "latency": percentiles(latencies[name])}
+            for name, per in scores.items()
+        },
+    }
+    overall = {name: result["recipes"][name]["by_category"]["all"] for name in result["recipes"]}
+    result["hybrid_beats_single_legs"] = {}
+    result["ratios"] = {}
+    for suffix in ("", NO_DECAY):
+        hybrid, bm25, vector = (overall[f"{r}{suffix}"] for r in ("hybrid", "bm25", "vector"))
+        config = "with_decay" if not suffix else "without_decay"
+        result["hybrid_beats_single_legs"][config] = {
+            metric: hybrid[metric] > max(bm25[metric], vector[metric])
+            for metric in ("turn_all@5", "turn_all@10", "turn_frac@10", "session_all@10")
+        }
+        result["ratios"][config] = {
+            f"hybrid_vs_{leg}_turn_frac@10": round(hybrid["turn_frac@10"] / max(single["turn_frac@10"], 1e-9), 3)
+            for leg, single in (("bm25", bm25), ("vector", vector))
+        }
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--limit-qa", type=int, default=None, help="questions per conversation (default: all)")
+    parser.add_argument("--database-url", default=None, help="use this PostgreSQL instead of an embedded one")
+    args = parser.parse_args()
+    write_result("locomo", asyncio.run(run(args.limit_qa, args.database_url)))
+
+
+if __name__ == "__main__":
+    main()
