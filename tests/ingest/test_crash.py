@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -16,6 +15,7 @@ from ingest.metrics import word_error_rate
 from models.process import free_port
 from tests.conftest import REPO, shared
 from tests.ingest.helpers import TOKEN, audio_params, load_16k, pcm_chunks
+from tests.support import wait_healthy
 
 OCTET = {"Content-Type": "application/octet-stream"}
 
@@ -26,20 +26,6 @@ def _start(data_dir: Path, port: int) -> subprocess.Popen:
                             cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
 
 
-def _wait_healthy(proc: subprocess.Popen, base: str) -> None:
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"the ingest server exited with {proc.returncode}")
-        try:
-            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    pytest.fail("the ingest server did not start")
-
-
 def test_kill_9_mid_stream_loses_nothing_acknowledged(tmp_path):
     data_dir = tmp_path / "data"
     audio = load_16k(shared("speech/jfk.flac"))
@@ -48,7 +34,7 @@ def test_kill_9_mid_stream_loses_nothing_acknowledged(tmp_path):
     base = f"http://127.0.0.1:{port}"
     proc = _start(data_dir, port)
     try:
-        _wait_healthy(proc, base)
+        wait_healthy(proc, f"{base}/health", "the ingest server", 180)
         acknowledged, session_id = 0, None
         for chunk in chunks[:3]:
             response = httpx.post(f"{base}/v1/omi/audio", params=audio_params(), content=chunk, headers=OCTET)
@@ -64,7 +50,7 @@ def test_kill_9_mid_stream_loses_nothing_acknowledged(tmp_path):
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         proc = _start(data_dir, port)
-        _wait_healthy(proc, base)
+        wait_healthy(proc, f"{base}/health", "the ingest server", 180)
         headers = {"X-Internal-Token": TOKEN}
         status = httpx.get(f"{base}/v1/session/{session_id}", headers=headers).json()
         assert status["audio_s"] == pytest.approx(acknowledged / 32000)

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from models.process import free_port, pid_alive, read_pid
+from tests.support import wait_healthy
 
 ANNIE = str(Path(sys.executable).parent / "annie")
 
@@ -27,20 +28,6 @@ def _start(data_dir: Path, port: int) -> subprocess.Popen:
         env.pop(key, None)
     log = (data_dir.parent / f"serve-{port}.log").open("ab")
     return subprocess.Popen([ANNIE, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
-
-
-def _wait_healthy(proc: subprocess.Popen, port: int, timeout: float = 240) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"annie serve exited with {proc.returncode} before it was healthy")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    pytest.fail("annie serve did not become healthy")
 
 
 def _children(data_dir: Path) -> dict[str, int]:
@@ -70,7 +57,7 @@ def test_serve_health_token_and_ctrl_c_stops_everything(data_dir):
     port = free_port()
     proc = _start(data_dir, port)
     try:
-        _wait_healthy(proc, port)
+        wait_healthy(proc, f"http://127.0.0.1:{port}/health", "annie serve")
         base = f"http://127.0.0.1:{port}"
         health = httpx.get(f"{base}/health")
         assert health.json() == {"status": "ok"}
@@ -94,7 +81,7 @@ def test_serve_health_token_and_ctrl_c_stops_everything(data_dir):
 def test_second_run_after_kill_9_recovers(data_dir):
     port = free_port()
     first = _start(data_dir, port)
-    _wait_healthy(first, port)
+    wait_healthy(first, f"http://127.0.0.1:{port}/health", "annie serve")
     token = (data_dir / "token").read_text().strip()
     children = _children(data_dir)
     first.kill()
@@ -103,7 +90,7 @@ def test_second_run_after_kill_9_recovers(data_dir):
 
     second = _start(data_dir, port)
     try:
-        _wait_healthy(second, port)
+        wait_healthy(second, f"http://127.0.0.1:{port}/health", "annie serve")
         assert (data_dir / "token").read_text().strip() == token
         response = httpx.get(f"http://127.0.0.1:{port}/v1/status", headers={"X-Internal-Token": token}, timeout=10)
         assert response.status_code == 200
