@@ -31,10 +31,17 @@ SESSIONS = 200
 SPEAKERS = ("me", "them", "sam", "priya")
 
 
+def _unit(x: np.ndarray) -> np.ndarray:
+    return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
+
+
 def make_data(n: int, seed: int = 0):
+    """Clustered unit vectors, shaped like sentence embeddings (topics, not white noise:
+    uniformly random 384-dim vectors are all nearly orthogonal, a worst case no real
+    embedding model produces)."""
     rng = np.random.default_rng(seed)
-    vectors = rng.standard_normal((n, DIM)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    centers = _unit(rng.standard_normal((max(n // 50, 1), DIM)))
+    vectors = _unit(centers[rng.integers(len(centers), size=n)] + 0.45 * _unit(rng.standard_normal((n, DIM))))
     speakers = np.array([SPEAKERS[i % len(SPEAKERS)] for i in range(n)])
     timestamps = 1.7e9 + np.arange(n, dtype=np.float64) * 60.0
     return vectors, speakers, timestamps
@@ -52,13 +59,12 @@ def points(vectors, speakers, timestamps, start: int, stop: int) -> list[VectorP
     ]
 
 
-def queries(n_queries: int, timestamps, seed: int = 1):
+def queries(n_queries: int, vectors, timestamps, seed: int = 1):
     """Query vectors near stored points, each with a speaker + time-window filter."""
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(n_queries):
-        q = rng.standard_normal(DIM).astype(np.float32)
-        q /= np.linalg.norm(q)
+        q = _unit(vectors[rng.integers(len(vectors))] + 0.3 * _unit(rng.standard_normal(DIM)))
         lo = float(rng.uniform(timestamps[0], timestamps[-1] * 0.5 + timestamps[0] * 0.5))
         out.append((q, SPEAKERS[int(rng.integers(len(SPEAKERS)))], lo))
     return out
@@ -88,7 +94,7 @@ async def time_index(index, qs, vectors, speakers, timestamps) -> dict:
 
 async def run(n_points: int, n_local: int, n_queries: int) -> dict:
     vectors, speakers, timestamps = make_data(n_points)
-    qs = queries(n_queries, timestamps)
+    qs = queries(n_queries, vectors, timestamps)
     result: dict = {"points": n_points, "dim": DIM, "queries": n_queries, "filter": "user + speaker + time >= t"}
 
     exact_ms = [exact(vectors, speakers, timestamps, q, s, lo)[1] for q, s, lo in qs]
@@ -113,7 +119,7 @@ async def run(n_points: int, n_local: int, n_queries: int) -> dict:
     local = await ServerVectorIndex.connect("bench", DIM, location=":memory:")
     for start in range(0, n_local, 2000):
         await local.upsert(points(lv, ls, lt, start, min(n_local, start + 2000)))
-    local_qs = queries(min(n_queries, 20), lt)
+    local_qs = queries(min(n_queries, 20), lv, lt)
     result["client_local"] = {"points": n_local, **await time_index(local, local_qs, lv, ls, lt)}
     await local.close()
 
