@@ -10,6 +10,7 @@ run: setup
 	@$(VENV)/bin/annie serve
 
 test: setup
+	@bash scripts/test-deps.sh
 	@bash scripts/test.sh
 
 doctor: setup

@@ -1,2 +1,2 @@
-"""The conversation: the Pipecat voice pipeline over WebRTC, text chat over SSE, the
-memory briefing at session start, and the assistant's tools."""
+"""The conversation: a Pipecat voice pipeline over WebRTC, text chat over SSE, and the
+agent they share (memory briefing at session start, tools, tool-call text filtering)."""

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
 
 from ingest.api import omi_router
 from ingest.api import router as ingest_router
 from memory.api import router as memory_router
+from voice.api import router as voice_router
 from web.auth import require_token
 from web.runtime import Runtime
+
+STATIC_DIR = Path(__file__).parent / "static"
 
 
 def _validation_message(exc: RequestValidationError) -> str:
@@ -40,6 +46,8 @@ def create_app(runtime: Runtime, token: str) -> FastAPI:
     app.include_router(memory_router, dependencies=[Depends(require_token)])
     app.include_router(ingest_router, dependencies=[Depends(require_token)])
     app.include_router(omi_router)  # Omi webhooks: HMAC signature or per-device secret
+    app.state.voice = runtime.voice
+    app.include_router(voice_router, dependencies=[Depends(require_token)])
 
     install_error_handlers(app)
 
@@ -51,4 +59,6 @@ def create_app(runtime: Runtime, token: str) -> FastAPI:
     async def status() -> dict:
         return await runtime.status()
 
+    # The page last, so every API route wins over a static file.
+    app.mount("/", StaticFiles(directory=STATIC_DIR, html=True), name="static")
     return app

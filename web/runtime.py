@@ -20,6 +20,8 @@ from memory.vectors import VectorIndex, open_vector_index
 from models.embed import EMBED_DIM
 from models.llm_runtime import LLMRuntime, start_llm
 from models.settings import ModelSettings
+from voice.service import VoiceService
+from voice.settings import VoiceSettings
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +35,7 @@ class Runtime:
     memory: MemoryService
     ingest: IngestService
     llm: LLMRuntime | None
+    voice: VoiceService | None
     _stack: AsyncExitStack = field(repr=False, default_factory=AsyncExitStack)
 
     async def status(self) -> dict:
@@ -53,6 +56,7 @@ async def start_runtime(
     memory_settings: MemorySettings,
     model_settings: ModelSettings,
     ingest_settings: IngestSettings | None = None,
+    voice_settings: VoiceSettings | None = None,
     *,
     with_llm: bool = True,
 ) -> Runtime:
@@ -72,10 +76,18 @@ async def start_runtime(
         if with_llm:
             llm = await start_llm(model_settings, run_dir=run_dir(memory_settings.data_dir))
             stack.push_async_callback(llm.close)
+        voice = None
+        if llm is not None:
+            voice = VoiceService(
+                voice_settings or VoiceSettings(data_dir=memory_settings.data_dir), model_settings, llm.client,
+                memory, backend_name=llm.backend.value,
+            )
+            await voice.start()
+            stack.push_async_callback(voice.close)
     except BaseException:
         await stack.aclose()
         raise
-    return Runtime(memory_settings, model_settings, db, vectors, memory, ingest, llm, stack)
+    return Runtime(memory_settings, model_settings, db, vectors, memory, ingest, llm, voice, stack)
 
 
 def run_dir(data_dir: Path) -> Path:

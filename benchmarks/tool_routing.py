@@ -1,0 +1,120 @@
+"""Tool routing accuracy of the bundled model on fixed utterances.
+
+For each utterance of ``benchmarks/data/tool_routing.json``: which tool the agent
+would run (or none), with which arguments. Both routing modes are measured in the
+same run: SCHEMA (one JSON-schema-constrained choice) and INLINE (the model writes a
+tool call as text in its reply, parsed by the tool-text filter).
+
+    python -m benchmarks.tool_routing [--modes schema inline] [--llm-url URL --llm-model NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from benchmarks.common import percentiles, write_result
+from memory.briefing import format_briefing
+from memory.retrieval.types import MemoryHit
+from models.llm_client import LLMClient
+from voice.agent import Agent, llm_messages
+from voice.settings import ToolRouting, VoiceSettings
+from voice.textfilter import ToolTextFilter
+from voice.tools import TOOL_NAMES
+
+DATA = Path(__file__).parent / "data" / "tool_routing.json"
+
+
+async def choose(agent: Agent, messages: list[dict], mode: ToolRouting) -> tuple[str, dict]:
+    if mode is ToolRouting.SCHEMA:
+        call = await agent.route(messages)
+        return (call.name, call.arguments) if call else ("none", {})
+    text_filter = ToolTextFilter(TOOL_NAMES)
+    async for delta in agent.llm.stream(llm_messages(messages), max_tokens=120, temperature=0.0):
+        text_filter.feed(delta)
+        if text_filter.calls:
+            break
+    text_filter.finish()
+    call = text_filter.calls[0] if text_filter.calls else None
+    return (call.name, call.arguments) if call else ("none", {})
+
+
+def score(case: dict, tool: str, arguments: dict) -> tuple[bool, bool]:
+    """(tool right, tool and arguments right)."""
+    tool_ok = tool == case["tool"] or tool in case.get("accept", [])
+    if not tool_ok:
+        return False, False
+    if tool != case["tool"]:
+        return True, True
+    for key, words in case.get("args", {}).items():
+        value = json.dumps(arguments.get(key, "")).lower()
+        if not any(w in value for w in words):
+            return True, False
+    return True, True
+
+
+async def run(client: LLMClient, modes: list[ToolRouting]) -> dict:
+    data = json.loads(DATA.read_text())
+    now = datetime.now(UTC)
+    hits = [MemoryHit("segment", f"s/{i}", t, "user", now - timedelta(days=2)) for i, t in enumerate(data["memory"])]
+    briefing = format_briefing(hits, now)
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for mode in modes:
+            agent = Agent(client, None, VoiceSettings(data_dir=Path(tmp), tool_routing=mode))
+            system = agent.system_prompt(briefing, voice=True)
+            rows, times = [], []
+            for i, case in enumerate(data["cases"], 1):
+                messages = [{"role": "system", "content": system}, {"role": "user", "content": case["utterance"]}]
+                started = time.perf_counter()
+                tool, arguments = await choose(agent, messages, mode)
+                times.append((time.perf_counter() - started) * 1000)
+                tool_ok, full_ok = score(case, tool, arguments)
+                rows.append({"utterance": case["utterance"], "expected": case["tool"], "chosen": tool,
+                             "arguments": arguments, "tool_ok": tool_ok, "ok": full_ok})
+                print(f"[{mode.value} {i}/{len(data['cases'])}] {'ok ' if full_ok else 'BAD'} {case['utterance'][:50]!r} -> "
+                      f"{tool} {json.dumps(arguments)[:80]}", flush=True)
+            n = len(rows)
+            results[mode.value] = {
+                "n": n,
+                "tool_accuracy": round(sum(r["tool_ok"] for r in rows) / n, 3),
+                "tool_and_arguments_accuracy": round(sum(r["ok"] for r in rows) / n, 3),
+                "decision_time": percentiles(times),
+                "cases": rows,
+            }
+    return results
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--modes", nargs="+", default=["schema", "inline"], choices=[m.value for m in ToolRouting])
+    parser.add_argument("--llm-url", help="an OpenAI-compatible endpoint (default: start the managed llama-server)")
+    parser.add_argument("--llm-model", default="local")
+    args = parser.parse_args()
+    modes = [ToolRouting(m) for m in args.modes]
+    runtime = None
+    if args.llm_url:
+        client = LLMClient(args.llm_url, args.llm_model)
+    else:
+        from models.llm_runtime import start_llm
+        from models.settings import ModelSettings
+
+        settings = ModelSettings(llm_base_url=None, ollama_host=None, allow_download=False, llm_ctx_size=4096)
+        runtime = await start_llm(settings, Path(tempfile.mkdtemp(prefix="annie-bench-")))
+        client = runtime.client
+    try:
+        results = await run(client, modes)
+    finally:
+        if runtime:
+            await runtime.close()
+    write_result("tool_routing", {"model": client.model, "dataset": str(DATA.relative_to(Path(__file__).parent.parent)),
+                                  "modes": results})
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

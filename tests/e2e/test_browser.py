@@ -1,0 +1,67 @@
+"""The page in a real browser: Debian's Chromium driven by Playwright, a fake
+microphone playing a spoken question. Screenshots are kept in the test's tmp dir."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.voice.support import kokoro_wav, loopback_ice
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="needs Debian's chromium: apt-get install -y chromium",
+)
+
+
+async def test_page_talks_and_chats(voice_server, voice_models, tmp_path):
+    from playwright.async_api import async_playwright, expect
+
+    loopback_ice()
+    mic = kokoro_wav(voice_models.kokoro, "Where does my sister live?", tmp_path / "mic.wav",
+                     lead_s=5.0, tail_s=90.0)
+    artifacts = tmp_path / "screenshots"
+    artifacts.mkdir()
+    args = [
+        "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+        "--allow-loopback-in-peer-connection", "--use-fake-ui-for-media-stream",
+        "--use-fake-device-for-media-stream", f"--use-file-for-fake-audio-capture={mic}",
+        "--autoplay-policy=no-user-gesture-required",
+    ]
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=args)
+        try:
+            page = await browser.new_page()
+            await page.goto(f"{voice_server.url}/")
+            # First visit: the page asks for the token once, then remembers it.
+            await expect(page.locator("#token-panel")).to_be_visible()
+            await page.fill("#token-input", voice_server.token)
+            await page.click("#token-form button[type=submit]")
+            await expect(page.locator("#status")).to_contain_text("Ready")
+            await page.reload()
+            await expect(page.locator("#status")).to_contain_text("Ready")
+            await expect(page.locator("#token-panel")).to_be_hidden()
+            await page.screenshot(path=artifacts / "1-ready.png")
+
+            await page.click("#talk")
+            await expect(page.locator("#status")).to_contain_text("Connected", timeout=30_000)
+            user_line = page.locator("#transcript li.user").first
+            await expect(user_line).to_contain_text("sister", ignore_case=True, timeout=120_000)
+            reply = page.locator("#transcript li.assistant", has_text="Lisbon").first
+            await expect(reply).to_contain_text("Lisbon", timeout=180_000)
+            await page.screenshot(path=artifacts / "2-voice.png")
+            await page.click("#talk")
+            await expect(page.locator("#talk")).to_have_text("Talk")
+
+            await page.fill("#chat-input", "Where does my sister live?")
+            await page.click("#chat-send")
+            chat_reply = page.locator("#transcript li.assistant").last
+            await expect(chat_reply).to_contain_text("Lisbon", timeout=180_000)
+            await page.screenshot(path=artifacts / "3-chat.png")
+        finally:
+            await browser.close()
+    print(f"screenshots: {artifacts}")
+    assert sorted(p.name for p in artifacts.iterdir()) == ["1-ready.png", "2-voice.png", "3-chat.png"]

@@ -1,0 +1,91 @@
+"""End to end over real WebRTC on loopback: a Python aiortc peer speaks a question made
+with Kokoro; the bot's reply audio, transcribed with Whisper, answers it from memory."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import httpx
+import numpy as np
+from aiortc import RTCPeerConnection, RTCSessionDescription
+from aiortc.contrib.media import MediaPlayer
+
+from tests.voice.support import kokoro_wav, loopback_ice, transcribe
+
+
+async def _record(track, chunks: list[np.ndarray]) -> None:
+    """The bot's audio as 16 kHz mono float32 chunks."""
+    while True:
+        try:
+            frame = await track.recv()
+        except Exception:  # noqa: BLE001 - the track ended
+            return
+        pcm = frame.to_ndarray().astype(np.float32) / 32768.0
+        channels = len(frame.layout.channels)
+        mono = pcm.reshape(-1, channels).mean(axis=1) if channels > 1 else pcm.reshape(-1)
+        step = frame.sample_rate / 16000
+        idx = np.arange(0, len(mono), step).astype(int)
+        chunks.append(mono[idx])
+
+
+async def test_spoken_question_is_answered_from_memory(voice_server, voice_models, tmp_path):
+    loopback_ice()
+    wav = kokoro_wav(voice_models.kokoro, "Where does my sister live?", tmp_path / "question.wav",
+                     lead_s=5.0, tail_s=40.0)
+    pc = RTCPeerConnection()
+    player = MediaPlayer(str(wav))
+    pc.addTrack(player.audio)
+    messages: list[dict] = []
+    channel = pc.createDataChannel("annie")
+    channel.on("message", lambda m: messages.append(json.loads(m)))
+    chunks: list[np.ndarray] = []
+    recorders: list[asyncio.Task] = []
+    pc.on("track", lambda track: recorders.append(asyncio.ensure_future(_record(track, chunks))))
+
+    async with httpx.AsyncClient(base_url=voice_server.url, headers=voice_server.headers, timeout=30) as client:
+        session = (await client.post("/start", json={})).json()
+        await pc.setLocalDescription(await pc.createOffer())
+        response = await client.post(session["offer_url"], json={"sdp": pc.localDescription.sdp, "type": "offer"})
+        assert response.status_code == 200, response.text
+        answer = response.json()
+        await pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type=answer["type"]))
+
+        heard = ""
+        deadline = time.monotonic() + 240
+        replied_at = None
+        while time.monotonic() < deadline:
+            await asyncio.sleep(3)
+            user = [m for m in messages if m.get("type") == "transcript" and m["role"] == "user"]
+            if user and replied_at is None and any(
+                m.get("type") == "transcript" and m["role"] == "assistant" and m["final"]
+                for m in messages[messages.index(user[0]):]
+            ):
+                replied_at = time.monotonic()
+            if replied_at is not None and chunks:
+                heard = transcribe(voice_models.whisper, np.concatenate(chunks))
+                if "lisbon" in heard.lower() or time.monotonic() - replied_at > 40:
+                    break
+
+        assert any(m.get("type") == "state" and m["state"] == "connected" for m in messages)
+        said = " ".join(m["text"] for m in messages if m.get("type") == "transcript" and m["role"] == "user")
+        assert "sister" in said.lower(), f"Whisper heard the user say {said!r}"
+        assert "lisbon" in heard.lower(), f"the bot's audio said {heard!r}; page messages: {messages}"
+
+        await pc.close()
+        for task in recorders:
+            task.cancel()
+        # The session ends and frees its resources once the peer is gone.
+        for _ in range(60):
+            status = (await client.get("/api/status")).json()
+            if not any(s["session_id"] == session["session_id"] for s in status["voice_sessions"]):
+                break
+            await asyncio.sleep(0.5)
+        else:
+            raise AssertionError(f"session still listed: {status['voice_sessions']}")
+
+    path = voice_server.service.settings.transcripts_dir / f"{session['session_id']}.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert {line["device_id"] for line in lines} == {"annie-voice"}
+    assert any("sister" in seg["text"].lower() for line in lines for seg in line["segments"] if seg["speaker"] == "user")

@@ -1,0 +1,108 @@
+"""Pipeline pieces under pipecat's run_test: tool-call text filtering, sentence
+splitting before TTS, the memory briefing in the system prompt, barge-in."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from pipecat.frames.frames import (
+    InterruptionFrame,
+    LLMContextFrame,
+    LLMFullResponseEndFrame,
+    LLMFullResponseStartFrame,
+    LLMTextFrame,
+    OutputTransportMessageUrgentFrame,
+    TTSAudioRawFrame,
+    TTSTextFrame,
+)
+from pipecat.pipeline.pipeline import Pipeline
+from pipecat.processors.aggregators.llm_context import LLMContext
+from pipecat.tests.utils import SleepFrame, run_test
+
+from tests.voice.support import BrokenMemory, FixedMemory, voice_settings
+from voice.agent import Agent
+from voice.pipeline import AgentLLMProcessor, SharedKokoroTTSService, ToolTextGuard
+from voice.recorder import ConversationRecorder, Device
+
+TOOL_TEXT = [
+    "Let me look. ", "```json\n", '{"name": "search_memory", ', '"arguments": {"query": "sister"}}', "\n```",
+    " <tool_call>", '{"name": "think", "arguments": {"thought": "secret plan"}}', "</tool_call>", "Found it.",
+]
+
+
+async def test_tool_call_text_never_reaches_tts():
+    guard = ToolTextGuard()
+    frames = [LLMFullResponseStartFrame(), *[LLMTextFrame(t) for t in TOOL_TEXT], LLMFullResponseEndFrame()]
+    down, _ = await run_test(guard, frames_to_send=frames)
+    spoken = "".join(f.text for f in down if isinstance(f, LLMTextFrame))
+    assert spoken.replace("  ", " ").strip() == "Let me look. Found it."
+    assert "secret" not in spoken and "{" not in spoken
+    assert len(guard.dropped) == 2
+
+
+async def test_reply_is_split_into_sentences_before_tts(voice_models):
+    tts = SharedKokoroTTSService(models=voice_models, voice="af_heart", stop_frame_timeout_s=10)
+    tokens = ["Hi", " there.", " Your sister", " lives in", " Lisbon.", " Anything", " else?"]
+    frames = [LLMFullResponseStartFrame(), *[LLMTextFrame(t) for t in tokens], LLMFullResponseEndFrame(),
+              SleepFrame(sleep=6.0)]
+    down, _ = await run_test(Pipeline([ToolTextGuard(), tts]), frames_to_send=frames)
+    spoken = [f.text.strip() for f in down if isinstance(f, TTSTextFrame)]
+    audio = [f for f in down if isinstance(f, TTSAudioRawFrame)]
+    assert " ".join(spoken).split() == "Hi there. Your sister lives in Lisbon. Anything else?".split()
+    assert len(audio) >= 3  # Kokoro gives one chunk per call: at least one call per sentence
+    # The first sentence's audio comes before the last sentence's text.
+    first_audio = down.index(audio[0])
+    last_text = max(i for i, f in enumerate(down) if isinstance(f, TTSTextFrame))
+    assert first_audio < last_text
+
+
+async def test_briefing_is_in_the_system_prompt_and_answers(managed_llm, tmp_path):
+    memory = FixedMemory()
+    agent = Agent(managed_llm.client, memory, voice_settings(tmp_path))
+    briefing = await agent.briefing()
+    assert briefing.startswith("<memory>") and "Lisbon" in briefing
+    system = agent.system_prompt(briefing, voice=True)
+    context = LLMContext(messages=[{"role": "system", "content": system},
+                                   {"role": "user", "content": "Where does my sister live?"}])
+    recorder = ConversationRecorder(tmp_path / "transcripts", "voice-test1", Device.VOICE)
+    llm = AgentLLMProcessor(agent, recorder)
+    down, _ = await run_test(llm, frames_to_send=[LLMContextFrame(context)])
+    reply = "".join(f.text for f in down if isinstance(f, LLMTextFrame))
+    assert "lisbon" in reply.lower()
+    assert "{" not in reply and "tool_call" not in reply
+    page = [f.message for f in down if isinstance(f, OutputTransportMessageUrgentFrame)]
+    assert page[-1] == {"type": "transcript", "role": "assistant", "text": reply.strip(), "final": True}
+    line = json.loads((tmp_path / "transcripts" / "voice-test1.jsonl").read_text().splitlines()[0])
+    assert line["device_id"] == "annie-voice"
+    assert [s["speaker"] for s in line["segments"]] == ["user", "annie"]
+    assert line["segments"][0]["text"] == "Where does my sister live?"
+
+
+async def test_memory_down_or_slow_starts_without_briefing(tmp_path, managed_llm):
+    settings = voice_settings(tmp_path, memory_timeout_s=0.5)
+    assert await Agent(managed_llm.client, BrokenMemory(), settings).briefing() == ""
+    started = time.perf_counter()
+    assert await Agent(managed_llm.client, FixedMemory(delay_s=5), settings).briefing() == ""
+    assert time.perf_counter() - started < 3
+    system = Agent(managed_llm.client, None, settings).system_prompt("", voice=True)
+    assert "<memory>" not in system and "memory is down" not in system
+
+
+async def test_barge_in_stops_the_reply_and_records_what_was_said(managed_llm, tmp_path):
+    agent = Agent(managed_llm.client, FixedMemory(), voice_settings(tmp_path, tool_routing="inline"))
+    context = LLMContext(messages=[
+        {"role": "system", "content": "You are a storyteller. Your stories are long, with many paragraphs."},
+        {"role": "user", "content": "Tell me a long story about a dragon who learns to bake bread."}])
+    # Warm the server's prompt cache so the reply is under way when the user barges in.
+    await managed_llm.client.chat(context.get_messages(), max_tokens=1)
+    recorder = ConversationRecorder(tmp_path / "transcripts", "voice-barge", Device.VOICE)
+    llm = AgentLLMProcessor(agent, recorder)
+    down, _ = await run_test(llm, frames_to_send=[LLMContextFrame(context), SleepFrame(sleep=6.0),
+                                                  InterruptionFrame(), SleepFrame(sleep=0.5)])
+    texts = [f for f in down if isinstance(f, LLMTextFrame)]
+    interrupted_at = next(i for i, f in enumerate(down) if isinstance(f, InterruptionFrame))
+    assert texts, "the reply had started before the interruption"
+    assert all(down.index(t) < interrupted_at for t in texts), "no reply text after the interruption"
+    line = json.loads((tmp_path / "transcripts" / "voice-barge.jsonl").read_text().splitlines()[0])
+    assert line["segments"][1]["text"].endswith("[interrupted]")

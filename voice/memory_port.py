@@ -1,0 +1,25 @@
+"""What the conversation needs from memory, as a protocol injected at start-up.
+
+Voice and chat work without memory (``None``) and survive a memory that is slow or
+down: every call is bounded by a timeout and a failure is logged, never spoken.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+
+@runtime_checkable
+class MemoryPort(Protocol):
+    async def briefing(self, *, now: datetime | None = None) -> str:
+        """The sanitized ``<memory>...</memory>`` block for a system prompt, or ""."""
+        ...
+
+    async def search_memory(self, query: str, hours_back: float | None = None) -> str:
+        """Compact text, one line per remembered item, for the LLM to read."""
+        ...
+
+    async def remember(self, fact: str) -> str:
+        """Store a fact the user asserted; a short confirmation."""
+        ...

@@ -1,0 +1,60 @@
+"""Voice and chat settings (env prefix ``ANNIE_``)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from models.paths import default_data_dir
+
+
+class ToolRouting(StrEnum):
+    """How a turn decides on a tool.
+
+    SCHEMA: one JSON-schema-constrained completion chooses a tool or a plain reply,
+    then the reply streams (reliable with small local models).
+    INLINE: the reply streams straight away; a tool call the model writes as text
+    (a JSON block or ``<tool_call>`` tags) is parsed, run, and the reply regenerated.
+    """
+
+    SCHEMA = "schema"
+    INLINE = "inline"
+
+
+class VoiceSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ANNIE_", extra="ignore")
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    # Kokoro voice used when a session does not choose one.
+    voice: str = "af_heart"
+    # Spoken when a voice session connects; empty for no greeting.
+    greeting: str = "Hi, I'm Annie. What's on your mind?"
+    tool_routing: ToolRouting = ToolRouting.SCHEMA
+    # Seconds to wait for the memory briefing (and each memory tool) before going on without it.
+    memory_timeout_s: float = 3.0
+    tool_timeout_s: float = 10.0
+    max_reply_tokens: int = 300
+    reply_temperature: float = 0.3
+    # Turns of conversation kept in the LLM context (older ones are dropped).
+    max_history_messages: int = 24
+    max_voice_sessions: int = 4
+    # A voice session with nobody speaking this long ends and frees its resources.
+    voice_idle_timeout_s: float = 600.0
+    # A session made by POST /start that never receives an offer is dropped after this.
+    pending_session_s: float = 300.0
+    max_chat_sessions: int = 64
+    # A chat session unused this long is forgotten (its turns are already in its capture file).
+    chat_session_idle_s: float = 3600.0
+    max_message_chars: int = 4000
+    stt_compute_type: str = "int8"
+    # Kokoro gives one audio chunk per call; on a slow CPU the default 3 s raised spurious errors.
+    tts_stop_frame_timeout_s: float = 10.0
+    # ICE servers for WebRTC (none needed on a LAN or loopback).
+    ice_servers: list[str] = Field(default_factory=list)
+
+    @property
+    def transcripts_dir(self) -> Path:
+        return self.data_dir / "transcripts"

@@ -1,0 +1,248 @@
+// Annie's page: talk over WebRTC, or type; the transcript of both sides; tables.
+// No libraries and nothing from the network but this server.
+"use strict";
+
+const TOKEN_KEY = "annie-token";
+const $ = (id) => document.getElementById(id);
+const statusEl = $("status");
+const transcriptEl = $("transcript");
+const talkButton = $("talk");
+const chatForm = $("chat-form");
+const chatInput = $("chat-input");
+
+let pc = null;
+let channel = null;
+let chatSessionId = null;
+let botLine = null; // the assistant line being written right now
+
+function token() { return localStorage.getItem(TOKEN_KEY) || ""; }
+
+function setStatus(text, kind) {
+  statusEl.textContent = text;
+  statusEl.className = "status " + (kind || "idle");
+}
+
+function askForToken(message) {
+  $("token-panel").hidden = false;
+  if (message) setStatus(message, "bad");
+  $("token-input").focus();
+}
+
+function addLine(role, text) {
+  const li = document.createElement("li");
+  li.className = role;
+  li.textContent = text;
+  transcriptEl.appendChild(li);
+  transcriptEl.scrollTop = transcriptEl.scrollHeight;
+  return li;
+}
+
+function botText(delta, final) {
+  if (!botLine) botLine = addLine("assistant", "");
+  if (final) {
+    if (delta) botLine.textContent = delta;
+    botLine = null;
+  } else {
+    botLine.textContent += delta;
+  }
+  transcriptEl.scrollTop = transcriptEl.scrollHeight;
+}
+
+function renderTable(table) {
+  const el = document.createElement("table");
+  const caption = el.createCaption();
+  caption.textContent = table.title || "Table";
+  const head = el.createTHead().insertRow();
+  for (const column of table.columns || []) {
+    const th = document.createElement("th");
+    th.textContent = column;
+    head.appendChild(th);
+  }
+  const body = el.createTBody();
+  for (const row of table.rows || []) {
+    const tr = body.insertRow();
+    for (const cell of row) tr.insertCell().textContent = cell;
+  }
+  $("tables").prepend(el);
+}
+
+async function api(path, options = {}) {
+  const headers = Object.assign({ "Content-Type": "application/json", "X-Internal-Token": token() }, options.headers || {});
+  let response;
+  try {
+    response = await fetch(path, Object.assign({}, options, { headers }));
+  } catch (err) {
+    throw new Error("Annie's server cannot be reached. Is it running?");
+  }
+  if (response.status === 401) {
+    askForToken("The access token is missing or wrong.");
+    throw new Error("The access token is missing or wrong.");
+  }
+  if (!response.ok) {
+    let detail = response.statusText;
+    try { detail = (await response.json()).detail || detail; } catch (_) { /* not JSON */ }
+    throw new Error(detail);
+  }
+  return response;
+}
+
+// ---- voice ---------------------------------------------------------------
+
+function onPageMessage(event) {
+  let message;
+  try { message = JSON.parse(event.data); } catch (_) { return; }
+  switch (message.type) {
+    case "transcript":
+      if (message.role === "user") { botLine = null; addLine("user", message.text); }
+      else botText(message.text, message.final);
+      break;
+    case "table": renderTable(message); break;
+    case "tool_use": if (message.name !== "think") addLine("note", "Annie used " + message.name.replace("_", " ")); break;
+    case "state": if (message.state === "connected") setStatus("Connected. Speak any time.", "ok"); break;
+    case "error": addLine("error", message.message); break;
+  }
+}
+
+function waitForIce(peer) {
+  if (peer.iceGatheringState === "complete") return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => { if (peer.iceGatheringState === "complete") { peer.removeEventListener("icegatheringstatechange", done); resolve(); } };
+    peer.addEventListener("icegatheringstatechange", done);
+    setTimeout(resolve, 3000); // use what was gathered so far
+  });
+}
+
+async function startTalking() {
+  if (!token()) { askForToken("Enter the access token first."); return; }
+  talkButton.disabled = true;
+  setStatus("Asking for the microphone…", "busy");
+  let mic;
+  try {
+    mic = await navigator.mediaDevices.getUserMedia({ audio: { echoCancellation: true, noiseSuppression: true } });
+  } catch (err) {
+    setStatus("The microphone is blocked. Allow it for this page, or type below.", "bad");
+    talkButton.disabled = false;
+    return;
+  }
+  try {
+    setStatus("Connecting…", "busy");
+    const session = await (await api("/start", { method: "POST", body: "{}" })).json();
+    pc = new RTCPeerConnection();
+    pc.addTransceiver(mic.getAudioTracks()[0], { direction: "sendrecv" });
+    channel = pc.createDataChannel("annie");
+    channel.onmessage = onPageMessage;
+    pc.ontrack = (event) => { $("bot-audio").srcObject = event.streams[0] || new MediaStream([event.track]); };
+    pc.onconnectionstatechange = () => {
+      const state = pc && pc.connectionState;
+      if (state === "failed") { setStatus("The connection failed. Try again.", "bad"); stopTalking(); }
+      else if (state === "disconnected" || state === "closed") { setStatus("Disconnected.", "idle"); stopTalking(); }
+    };
+    await pc.setLocalDescription(await pc.createOffer());
+    await waitForIce(pc);
+    const answer = await (await api(session.offer_url, {
+      method: "POST", body: JSON.stringify({ sdp: pc.localDescription.sdp, type: "offer" }),
+    })).json();
+    await pc.setRemoteDescription({ sdp: answer.sdp, type: answer.type });
+    talkButton.textContent = "Hang up";
+    talkButton.setAttribute("aria-pressed", "true");
+    setStatus("Connecting… Annie will greet you.", "busy");
+  } catch (err) {
+    setStatus("Could not start talking: " + err.message, "bad");
+    mic.getTracks().forEach((t) => t.stop());
+    stopTalking();
+  } finally {
+    talkButton.disabled = false;
+  }
+}
+
+function stopTalking() {
+  if (pc) {
+    pc.getSenders().forEach((s) => s.track && s.track.stop());
+    pc.close();
+  }
+  pc = null;
+  channel = null;
+  talkButton.textContent = "Talk";
+  talkButton.setAttribute("aria-pressed", "false");
+}
+
+talkButton.addEventListener("click", () => {
+  if (pc) { stopTalking(); setStatus("Not connected", "idle"); } else { startTalking(); }
+});
+
+// ---- text chat -------------------------------------------------------------
+
+async function sendChat(message) {
+  addLine("user", message);
+  const line = addLine("assistant", "…");
+  let started = false;
+  const body = { message };
+  if (chatSessionId) body.session_id = chatSessionId;
+  let response;
+  try {
+    response = await api("/v1/chat", { method: "POST", body: JSON.stringify(body) });
+  } catch (err) {
+    if (chatSessionId && /no chat session/.test(err.message)) { chatSessionId = null; line.remove(); transcriptEl.lastChild.remove(); return sendChat(message); }
+    line.className = "error";
+    line.textContent = err.message;
+    return;
+  }
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) !== -1) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      for (const row of block.split("\n")) {
+        if (!row.startsWith("data: ")) continue;
+        const event = JSON.parse(row.slice(6));
+        if (event.type === "session") chatSessionId = event.session_id;
+        else if (event.type === "token") { if (!started) { line.textContent = ""; started = true; } line.textContent += event.text; }
+        else if (event.type === "tool_use") { if (event.table) renderTable(event.table); }
+        else if (event.type === "done") { line.textContent = event.text || line.textContent; }
+        else if (event.type === "error") { line.className = "error"; line.textContent = event.message; }
+      }
+    }
+    transcriptEl.scrollTop = transcriptEl.scrollHeight;
+  }
+}
+
+chatForm.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const message = chatInput.value.trim();
+  if (!message) return;
+  if (!token()) { askForToken("Enter the access token first."); return; }
+  chatInput.value = "";
+  $("chat-send").disabled = true;
+  try { await sendChat(message); } finally { $("chat-send").disabled = false; chatInput.focus(); }
+});
+
+// ---- token -------------------------------------------------------------------
+
+$("token-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const value = $("token-input").value.trim();
+  if (!value) return;
+  localStorage.setItem(TOKEN_KEY, value);
+  $("token-input").value = "";
+  try {
+    await api("/api/status");
+    $("token-panel").hidden = true;
+    setStatus("Ready. Press Talk or type a message.", "ok");
+  } catch (err) { setStatus(err.message, "bad"); }
+});
+
+$("forget-token").addEventListener("click", () => { localStorage.removeItem(TOKEN_KEY); askForToken(); });
+
+(async function init() {
+  const fromUrl = new URLSearchParams(location.hash.slice(1)).get("token");
+  if (fromUrl) { localStorage.setItem(TOKEN_KEY, fromUrl); history.replaceState(null, "", location.pathname); }
+  if (!token()) { askForToken(); setStatus("Enter the access token to start.", "idle"); return; }
+  try { await api("/api/status"); setStatus("Ready. Press Talk or type a message.", "ok"); }
+  catch (err) { setStatus(err.message, "bad"); }
+})();
