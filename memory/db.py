@@ -16,6 +16,16 @@ from memory.settings import MemorySettings
 log = logging.getLogger(__name__)
 
 
+async def close_pool(pool: asyncpg.Pool, timeout: float = 15.0) -> None:
+    """Close gracefully, but never hang a shutdown: connections still busy after
+    ``timeout`` seconds are terminated."""
+    try:
+        await asyncio.wait_for(pool.close(), timeout)
+    except TimeoutError:
+        log.warning("database connections still busy after %.0f s; closing them", timeout)
+        pool.terminate()
+
+
 async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
 
@@ -26,8 +36,8 @@ class Database:
     dsn: str
     embedded: EmbeddedPostgres | None = None
 
-    async def close(self) -> None:
-        await self.pool.close()
+    async def close(self, timeout: float = 15.0) -> None:
+        await close_pool(self.pool, timeout)
         if self.embedded is not None:
             await asyncio.to_thread(self.embedded.stop)
 

@@ -83,9 +83,14 @@ class MemoryService:
         if work:
             self.worker.start()
 
-    async def close(self) -> None:
-        await self.watcher.stop()
-        await self.worker.stop()
+    async def close(self, step_timeout: float = 15.0) -> None:
+        """Stop watching and working; a step that does not finish in time is logged and
+        left behind, so shutting down never hangs."""
+        for name, step in (("watcher", self.watcher.stop), ("worker", self.worker.stop)):
+            try:
+                await asyncio.wait_for(step(), step_timeout)
+            except TimeoutError:
+                log.warning("memory: stopping the %s took over %.0f s; going on without it", name, step_timeout)
         if self._embedder_task and not self._embedder_task.done():
             self._embedder_task.cancel()
 

@@ -48,6 +48,7 @@ class TranscriptWatcher:
         self._timers: dict[Path, asyncio.TimerHandle] = {}
         self._running: dict[Path, asyncio.Task] = {}
         self._again: set[Path] = set()
+        self._stopping = False
         self.errors = 0
 
     async def start(self) -> None:
@@ -63,16 +64,19 @@ class TranscriptWatcher:
             self.notify(path, delay=0)
 
     async def stop(self) -> None:
+        self._stopping = True  # no new pass starts from here on
         if self._observer:
             self._observer.stop()
             await asyncio.to_thread(self._observer.join, 5)
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
-        for task in list(self._running.values()):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        self._again.clear()
+        while self._running:
+            for task in list(self._running.values()):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     def notify_threadsafe(self, path: Path) -> None:
         if self._loop is not None and not self._loop.is_closed():
@@ -81,6 +85,8 @@ class TranscriptWatcher:
     def notify(self, path: Path, delay: float | None = None) -> None:
         """(Re)start the quiet timer of ``path``; ingest it when the timer fires."""
         assert self._loop is not None
+        if self._stopping:
+            return
         if timer := self._timers.pop(path, None):
             timer.cancel()
         wait = self.debounce_s if delay is None else delay
@@ -88,6 +94,8 @@ class TranscriptWatcher:
 
     def _fire(self, path: Path) -> None:
         self._timers.pop(path, None)
+        if self._stopping:
+            return
         if path in self._running:
             self._again.add(path)
             return

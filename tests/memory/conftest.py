@@ -10,7 +10,7 @@ import asyncpg
 import pytest
 
 from memory.capture import CapturePayload, CaptureSegment, append_payload
-from memory.db import _init_connection
+from memory.db import _init_connection, close_pool
 from memory.service import MemoryService
 from memory.settings import MemorySettings
 from memory.vectors.edge import EdgeVectorIndex
@@ -23,7 +23,7 @@ T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 async def pool(database_url):
     pool = await asyncpg.create_pool(database_url, min_size=1, max_size=4, init=_init_connection)
     yield pool
-    await pool.close()
+    await close_pool(pool, 10)
 
 
 @pytest.fixture
