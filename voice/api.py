@@ -113,24 +113,24 @@ async def start(request: Request, body: StartRequest | None = None) -> dict:
     return {**session.summary(), "offer_url": f"/sessions/{session.id}/api/offer"}
 
 
+def _known_session(service, session_id: str):
+    """The started session ``session_id``, or the 4xx that says why not."""
+    try:
+        return service.session(session_id)
+    except VoiceError as exc:
+        raise _fail(exc) from exc
+
+
 @router.post("/sessions/{session_id}/api/offer")
 async def session_offer(request: Request, session_id: SessionId, body: OfferRequest) -> dict:
     service = _service(request)
-    try:
-        session = service.session(session_id)
-    except VoiceError as exc:
-        raise _fail(exc) from exc
-    return await _offer(service, session, body)
+    return await _offer(service, _known_session(service, session_id), body)
 
 
 @router.patch("/sessions/{session_id}/api/offer")
 async def session_patch(request: Request, session_id: SessionId, body: PatchRequest) -> dict:
     service = _service(request)
-    try:
-        session = service.session(session_id)
-    except VoiceError as exc:
-        raise _fail(exc) from exc
-    return await _patch(service, session, body)
+    return await _patch(service, _known_session(service, session_id), body)
 
 
 @router.post("/api/offer")
