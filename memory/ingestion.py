@@ -22,6 +22,7 @@ import asyncpg
 from memory import jobs
 from memory.capture import read_payloads
 from memory.embedding import DELETE_VECTORS, EMBED
+from memory.extraction.job import ASSERTED_DEVICE, enqueue_extract
 from memory.store import apply_payload
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ class FileIngestor:
     async def _commit(self, path: Path, file_id: str, batch: list, report: IngestReport) -> None:
         deleted: list[str] = []
         sessions: set[str] = set()
+        to_extract: set[str] = set()
         async with self.pool.acquire() as conn, conn.transaction():
             for line in batch:
                 report.lines += 1
@@ -88,6 +90,8 @@ class FileIngestor:
                 result = await apply_payload(conn, line.payload, self.user_id, str(path))
                 report.applied += 1
                 sessions.add(line.payload.session_id)
+                if line.payload.device_id != ASSERTED_DEVICE:  # remembered facts are extracted at once
+                    to_extract.add(line.payload.session_id)
                 deleted.extend(result.deleted_point_ids)
             last = batch[-1]
             await conn.execute(
@@ -99,6 +103,8 @@ class FileIngestor:
             )
             for session_id in sessions:
                 await jobs.enqueue(conn, EMBED, session_id, {"session_id": session_id})
+            for session_id in to_extract:  # once the session has been quiet for a while
+                await enqueue_extract(conn, session_id)
             if deleted:
                 key = hashlib.sha256(json.dumps(sorted(deleted)).encode()).hexdigest()[:24]
                 await jobs.enqueue(conn, DELETE_VECTORS, key, {"point_ids": deleted}, priority=1)

@@ -15,8 +15,12 @@ from memory.service import MemoryService
 from memory.settings import MemorySettings
 from memory.vectors.edge import EdgeVectorIndex
 from models.embed import EMBED_DIM
+from models.llm_client import LLMClient
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+# Seconds for a test that runs the real LLM: about a minute on an idle machine, far more
+# while other work shares the CPU.
+LLM_TEST_TIMEOUT_S = 1800
 
 
 @pytest.fixture
@@ -24,6 +28,14 @@ async def pool(database_url):
     pool = await asyncpg.create_pool(database_url, min_size=1, max_size=4, init=_init_connection)
     yield pool
     await close_pool(pool, 10)
+
+
+@pytest.fixture
+async def slow_llm(managed_llm):
+    """The session's managed LLM, with a timeout for a machine shared with other work."""
+    client = LLMClient(managed_llm.client.base_url, managed_llm.client.model, timeout=900)
+    yield client
+    await client.close()
 
 
 @pytest.fixture

@@ -1,0 +1,285 @@
+"""From the LLM's raw reply to clean, grounded entities and facts.
+
+Per chunk: names outside 2..200 characters, pronouns, vague groups ("four people") and
+bare kinship words ("my sister") are dropped; items under their type's confidence
+threshold are dropped; at most :data:`MAX_ITEMS_PER_CHUNK` entities are kept. Each entity
+is linked to the segment whose words best overlap its evidence and name, and dropped when
+nothing in the transcript supports it; a person, place, topic or emotion must use a word
+of the conversation; a non-name item that only repeats a named person or place is dropped. Duplicates by (type, case-folded name) keep the
+highest confidence. Named speakers are people of the conversation. Fact endpoints are
+resolved to entities; "I" becomes the speaker.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from memory.extraction.prompt import FACT_THRESHOLD, PREDICATES, THRESHOLDS, EntityType, Line, Sensitivity
+from memory.names import normalize_name
+
+NAME_MIN, NAME_MAX = 2, 200
+MAX_ITEMS_PER_CHUNK = 12
+MAX_PROPERTIES, PROPERTY_KEY_MAX, PROPERTY_VALUE_MAX = 5, 40, 120
+OWNER_LABELS = frozenset({"", "me", "i", "user", "owner", "myself"})
+OWNER_NAME = "me"
+
+PRONOUNS = frozenset({
+    "i", "me", "my", "mine", "myself", "you", "your", "yours", "he", "him", "his", "she", "her", "hers", "it",
+    "its", "we", "us", "our", "ours", "they", "them", "their", "theirs", "this", "that", "these", "those",
+    "someone", "somebody", "anyone", "anybody", "everyone", "everybody", "nobody", "no one", "people",
+    "person", "speaker", "user", "the user", "guy", "guys", "man", "woman", "here", "there", "unknown", "none",
+})
+KINSHIP = frozenset({
+    "mom", "mum", "mother", "dad", "father", "parents", "parent", "sister", "brother", "sibling", "siblings",
+    "wife", "husband", "partner", "son", "daughter", "kids", "kid", "children", "child", "baby", "aunt",
+    "uncle", "cousin", "niece", "nephew", "grandma", "grandmother", "grandpa", "grandfather", "grandparents",
+    "boss", "friend", "friends", "colleague", "coworker", "neighbor", "neighbour", "family", "in-laws",
+    "girlfriend", "boyfriend", "fiance", "fiancee", "roommate", "team", "manager", "doctor", "teacher",
+})
+DETERMINERS = frozenset({"my", "his", "her", "their", "our", "your", "the", "a", "an", "its"})
+NUMBERS = frozenset({"two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "some", "many",
+                     "several", "few", "all", "both", "2", "3", "4", "5", "6", "7", "8", "9", "10"})
+STOPWORDS = frozenset({
+    "the", "a", "an", "and", "or", "of", "to", "in", "on", "at", "for", "with", "is", "was", "are", "be", "it",
+    "i", "you", "he", "she", "we", "they", "my", "your", "that", "this", "so", "but", "just", "oh", "well",
+    "um", "uh", "yeah", "okay", "ok", "will", "i'll", "i'm", "it's", "not", "do", "did", "have", "has",
+})
+_WORD = re.compile(r"[\w']+")
+_SWITCH = re.compile(r"\b(switch(ed|es|ing)?|chang(ed|ing)) (over )?to\b", re.IGNORECASE)
+SWITCHABLE = frozenset({"decided", "plans", "prefers", "uses", "likes", "related_to"})
+_DECIDED = re.compile(r"\b(decid\w*|chose|choose|going with|go with|settled on|let's)\b", re.IGNORECASE)
+_GENERIC_SPEAKER = re.compile(r"\d|speaker|unknown|someone|guest")
+SPEAKER_CONFIDENCE = 0.9
+
+NAMED_TYPES = (EntityType.PERSON, EntityType.PLACE)
+WORDED_TYPES = (EntityType.PERSON, EntityType.PLACE, EntityType.TOPIC, EntityType.EMOTION)
+
+# What an unknown fact endpoint most likely is, by predicate (subject is a person by default).
+OBJECT_TYPE: dict[str, EntityType] = {
+    "lives_in": EntityType.PLACE, "from": EntityType.PLACE, "visited": EntityType.PLACE,
+    "studies_at": EntityType.PLACE, "works_at": EntityType.PLACE,
+    "family_of": EntityType.PERSON, "partner_of": EntityType.PERSON, "friend_of": EntityType.PERSON,
+    "colleague_of": EntityType.PERSON, "attends": EntityType.EVENT, "plans": EntityType.EVENT,
+    "promised": EntityType.PROMISE, "decided": EntityType.DECISION, "feels": EntityType.EMOTION,
+}
+
+
+@dataclass
+class Entity:
+    type: EntityType
+    name: str
+    confidence: float
+    sensitivity: Sensitivity
+    evidence: str
+    segment_id: str
+    properties: dict = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.type.value, normalize_name(self.name)
+
+
+@dataclass
+class FactItem:
+    subject: str
+    subject_type: EntityType
+    predicate: str
+    object: str
+    object_type: EntityType
+    fact: str
+    confidence: float
+    segment_id: str
+    replaces: tuple[str, ...] = ()  # words of a switch's utterance naming what was given up
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.casefold()) if w not in STOPWORDS and len(w) > 1}
+
+
+def is_non_entity(entity_type: EntityType, name: str) -> bool:
+    """Pronouns, vague groups and bare kinship words are not entities."""
+    norm = normalize_name(name)
+    if not (NAME_MIN <= len(name.strip()) <= NAME_MAX) or not norm:
+        return True
+    if norm in PRONOUNS:
+        return True
+    words = norm.split()
+    if words[0] in NUMBERS and len(words) <= 3:
+        return True  # "four people", "two kids"
+    if entity_type in (EntityType.PERSON, EntityType.RELATIONSHIP, EntityType.PLACE):
+        rest = [w for w in words if w not in DETERMINERS]
+        if not rest or all(w.rstrip("'s") in KINSHIP or w in KINSHIP or w in PRONOUNS for w in rest):
+            return True  # "my sister", "her mom", "the kids"
+    return False
+
+
+def best_segment(lines: list[Line], evidence: str, name: str) -> tuple[Line | None, float]:
+    """The segment whose words best overlap the evidence (and the name); its score."""
+    wanted = content_words(evidence)
+    name_words = content_words(name)
+    best, best_score = None, 0.0
+    for line in lines:
+        have = content_words(line.text)
+        score = len(wanted & have) / max(len(wanted), 1)
+        if name_words and name_words <= have:
+            score += 1.5  # a segment that says the name beats one that only echoes the evidence
+        elif name_words & have:
+            score += 0.75 * len(name_words & have) / len(name_words)
+        if score > best_score:
+            best, best_score = line, score
+    return best, best_score
+
+
+def clean_entities(raw: list[dict], lines: list[Line]) -> list[Entity]:
+    """Filter, threshold, ground and cap one chunk's entities (see module doc)."""
+    kept: dict[tuple[str, str], Entity] = {}
+    chunk_words = set().union(*(content_words(line.text) for line in lines))
+    for item in raw:
+        try:
+            entity_type = EntityType(item["type"])
+            name = " ".join(str(item["name"]).split())
+            confidence = float(item["confidence"])
+        except (KeyError, ValueError, TypeError):
+            continue
+        if confidence < THRESHOLDS[entity_type] or is_non_entity(entity_type, name):
+            continue
+        evidence = str(item.get("evidence", ""))[:NAME_MAX]
+        line, score = best_segment(lines, evidence, name)
+        if line is None or score < 0.34:
+            continue  # nothing in the transcript supports it
+        if entity_type in WORDED_TYPES and not _grounded(name, chunk_words):
+            continue  # a name, topic or feeling must be one the conversation uses
+        try:
+            sensitivity = Sensitivity(item.get("sensitivity", "open"))
+        except ValueError:
+            sensitivity = Sensitivity.OPEN
+        entity = Entity(entity_type, name, min(confidence, 1.0), sensitivity, evidence, line.segment_id,
+                        _properties(item.get("properties")))
+        if entity.key not in kept or kept[entity.key].confidence < entity.confidence:
+            kept[entity.key] = entity
+    named = {normalize_name(e.name) for e in kept.values() if e.type in NAMED_TYPES}
+    ranked = sorted(
+        (e for e in kept.values() if e.type in NAMED_TYPES or normalize_name(e.name) not in named),
+        key=lambda e: -e.confidence,
+    )
+    return _promise_or_decision(ranked, {line.segment_id: line.text for line in lines})[:MAX_ITEMS_PER_CHUNK]
+
+
+def _properties(raw: object) -> dict[str, str]:
+    """At most a few short string details; anything else is dropped."""
+    if not isinstance(raw, dict):
+        return {}
+    items = [(str(k).strip()[:PROPERTY_KEY_MAX], str(v).strip()[:PROPERTY_VALUE_MAX]) for k, v in raw.items()
+             if isinstance(v, str | int | float) and str(k).strip() and str(v).strip()]
+    return dict(items[:MAX_PROPERTIES])
+
+
+def _promise_or_decision(entities: list[Entity], texts: dict[str, str]) -> list[Entity]:
+    """A commitment is a promise or a decision, not both: the words of its segment decide."""
+    out: list[Entity] = []
+    for entity in entities:
+        if entity.type in (EntityType.PROMISE, EntityType.DECISION):
+            rival = next((e for e in out if e.type in (EntityType.PROMISE, EntityType.DECISION)
+                          and e.type != entity.type and _similar(e.name, entity.name)), None)
+            if rival is not None:
+                wanted = EntityType.DECISION if _DECIDED.search(texts.get(entity.segment_id, "")) else EntityType.PROMISE
+                if entity.type is wanted:
+                    out[out.index(rival)] = entity
+                continue
+        out.append(entity)
+    return out
+
+
+def _similar(a: str, b: str) -> bool:
+    left, right = content_words(a), content_words(b)
+    return bool(left and right) and len(left & right) / len(left | right) >= 0.5
+
+
+def speaker_entities(lines: list[Line]) -> list[Entity]:
+    """Named speakers are people in the conversation (not the owner, not "Speaker 1")."""
+    out: dict[str, Entity] = {}
+    for line in lines:
+        name = " ".join(line.speaker.split())
+        norm = normalize_name(name)
+        if (norm in OWNER_LABELS or norm in out or _GENERIC_SPEAKER.search(norm)
+                or is_non_entity(EntityType.PERSON, name)):
+            continue
+        out[norm] = Entity(EntityType.PERSON, name, SPEAKER_CONFIDENCE, Sensitivity.OPEN, line.text[:60],
+                           line.segment_id)
+    return list(out.values())
+
+
+def dedup(entities: list[Entity]) -> list[Entity]:
+    """One entity per (type, case-folded name) across chunks, the most confident kept."""
+    best: dict[tuple[str, str], Entity] = {}
+    for entity in entities:
+        if entity.key not in best or best[entity.key].confidence < entity.confidence:
+            best[entity.key] = entity
+    return list(best.values())
+
+
+def speaker_name(speaker: str) -> str:
+    return OWNER_NAME if normalize_name(speaker) in OWNER_LABELS else speaker.strip()
+
+
+def _endpoint(text: str, speaker: str, known: dict[str, Entity], default: EntityType) -> tuple[str, EntityType] | None:
+    norm = normalize_name(text)
+    if norm in {"i", "me", "my", "myself", "user", "the user", "speaker"}:
+        return speaker_name(speaker), EntityType.PERSON
+    if norm in known:
+        return known[norm].name, known[norm].type
+    for name, entity in known.items():  # "Nike" for "Nike running shoes" and back
+        if name and (f" {name} " in f" {norm} " or f" {norm} " in f" {name} "):
+            return entity.name, entity.type
+    if is_non_entity(default, text):
+        return None
+    return " ".join(text.split()), default
+
+
+def _grounded(name: str, chunk_words: set[str]) -> bool:
+    """Some word of ``name`` occurs in the chunk (or shares its first 5 letters with one)."""
+    words = content_words(name)
+    if name == OWNER_NAME or not words or words & chunk_words:
+        return True
+    stems = {w[:5] for w in chunk_words if len(w) >= 4}
+    return any(len(w) >= 4 and w[:5] in stems for w in words)
+
+
+def clean_facts(raw: list[dict], lines: list[Line], entities: list[Entity]) -> list[FactItem]:
+    """Resolve and ground one chunk's facts; drop the ones that cannot be."""
+    known = {normalize_name(e.name): e for e in entities if e.type in (EntityType.PERSON, EntityType.PLACE,
+                                                                      EntityType.TOPIC, EntityType.EVENT)}
+    out: list[FactItem] = []
+    seen: set[tuple[str, str, str]] = set()
+    chunk_words = set().union(*(content_words(line.text) for line in lines))
+    for item in raw:
+        try:
+            predicate = str(item["predicate"])
+            confidence = float(item["confidence"])
+            subject, obj, sentence = str(item["subject"]), str(item["object"]), str(item["fact"]).strip()
+        except (KeyError, ValueError, TypeError):
+            continue
+        if predicate not in PREDICATES or confidence < FACT_THRESHOLD:
+            continue
+        line, score = best_segment(lines, sentence, f"{subject} {obj}")
+        if line is None or score < 0.34:
+            continue
+        subj = _endpoint(subject, line.speaker, known, EntityType.PERSON)
+        target = _endpoint(obj, line.speaker, known, OBJECT_TYPE.get(predicate, EntityType.TOPIC))
+        if subj is None or target is None or normalize_name(subj[0]) == normalize_name(target[0]):
+            continue
+        if not all(_grounded(end[0], chunk_words) for end in (subj, target)):
+            continue  # an endpoint the conversation never mentions
+        key = (normalize_name(subj[0]), predicate, normalize_name(target[0]))
+        if key in seen:
+            continue
+        seen.add(key)
+        replaces: tuple[str, ...] = ()
+        if predicate in SWITCHABLE and (_SWITCH.search(sentence) or _SWITCH.search(line.text)):
+            # "switched to X": X is now preferred; what the utterance names besides X is given up
+            predicate = "prefers"
+            replaces = tuple(sorted(content_words(line.text) - content_words(target[0]) - content_words(subj[0])))
+        out.append(FactItem(subj[0], subj[1], predicate, target[0], target[1], sentence or f"{subject} {predicate} {obj}",
+                            min(confidence, 1.0), line.segment_id, replaces))
+    return out
