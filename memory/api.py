@@ -1,12 +1,12 @@
 """The memory's HTTP API (mounted behind the access token by the web app).
 
 GET /v1/context, GET /v1/entities, GET /v1/stats, POST /v1/ingest/{session_id},
-GET /v1/sessions/{session_id}. Bad parameters get a 422 that says what is wrong.
+GET /v1/sessions/{session_id}, GET /v1/daily. Bad parameters get a 422 that says what is wrong.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request
@@ -98,3 +98,12 @@ async def session(request: Request, session_id: SessionId) -> dict:
     if found is None:
         raise HTTPException(404, f"no session {session_id}")
     return found
+
+
+@router.get("/v1/daily")
+async def daily(
+    request: Request,
+    day: Annotated[date, Query(alias="date", description="YYYY-MM-DD (UTC day)")],
+) -> dict:
+    """The day's reflection: sessions, people, topics, promises, decisions, mood, summary."""
+    return await _memory(request).daily(day)

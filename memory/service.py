@@ -11,31 +11,38 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
 
 from memory import jobs
 from memory.briefing import format_briefing
+from memory.briefing_content import briefing_items
 from memory.capture import CapturePayload, CaptureSegment, append_payload, capture_path
+from memory.daily import daily_reflection
 from memory.embedding import DELETE_VECTORS, EMBED, SegmentEmbedding
+from memory.extraction import EXTRACT, ExtractionReport, Extractor
+from memory.extraction.job import ASSERTED_DEVICE, enqueue_asserted
 from memory.ingestion import FileIngestor
 from memory.retrieval.filters import SearchFilters
 from memory.retrieval.recipes import RECIPES, RecipeName, SearchRecipe
 from memory.retrieval.search import SearchDeps, search
 from memory.retrieval.types import MemoryHit
 from memory.settings import MemorySettings
+from memory.tiers import DECAY, NightlyMaintenance, schedule_nightly
+from memory.tools import daily_lines, hit_lines, recall_entity
 from memory.vectors import VectorIndex
 from memory.watcher import TranscriptWatcher
 from memory.worker import JobWorker, PriorityGate
 from models.embed import Embedder, load_embedder, resolve_embed
+from models.llm_client import LLMClient
 from models.settings import ModelSettings
 
 log = logging.getLogger(__name__)
 
 BRIEFING_QUERY_DAYS = 7
-REMEMBER_DEVICE = "annie-remember"
+REMEMBER_DEVICE = ASSERTED_DEVICE
 
 
 @dataclass(frozen=True)
@@ -58,17 +65,21 @@ class MemoryService:
         pool: asyncpg.Pool,
         vectors: VectorIndex | None,
         gate: PriorityGate | None = None,
+        llm: LLMClient | None = None,
     ) -> None:
         self.settings = settings
         self.model_settings = model_settings
         self.pool = pool
         self.vectors = vectors
         self.gate = gate or PriorityGate()
+        self.llm = llm
         self._embedder_task: asyncio.Task | None = None
         self.embedding = SegmentEmbedding(pool, vectors, self.embedder) if vectors is not None else None
-        handlers = {}
+        self.extractor = Extractor(pool, settings.user_id, lambda: self.llm, self.gate)
+        self.maintenance = NightlyMaintenance(pool, settings.user_id, lambda: self.gate.busy)
+        handlers = {EXTRACT: self.extractor.handle, DECAY: self.maintenance.handle}
         if self.embedding is not None:
-            handlers = {EMBED: self.embedding.handle_embed, DELETE_VECTORS: self.embedding.handle_delete}
+            handlers |= {EMBED: self.embedding.handle_embed, DELETE_VECTORS: self.embedding.handle_delete}
         self.worker = JobWorker(pool, handlers, self.gate)
         self.ingestor = FileIngestor(pool, settings.user_id, on_enqueued=self.worker.wake)
         self.watcher = TranscriptWatcher(settings.transcripts_dir, self.ingestor)
@@ -81,7 +92,13 @@ class MemoryService:
         if watch:
             await self.watcher.start()
         if work:
+            await schedule_nightly(self.pool)
             self.worker.start()
+
+    def set_llm(self, llm: LLMClient | None) -> None:
+        """Use this LLM for extraction and daily summaries (it may start after the memory)."""
+        self.llm = llm
+        self.worker.wake()
 
     async def close(self, step_timeout: float = 15.0) -> None:
         """Stop watching and working; a step that does not finish in time is logged and
@@ -131,23 +148,23 @@ class MemoryService:
             for r in rows
         ]
 
-    async def briefing(self, *, now: datetime | None = None, budget: int = 2000) -> str:
-        """The ``<memory>`` block for the start of a conversation ("" when empty)."""
+    async def briefing(self, *, now: datetime | None = None, budget: int = 2000,
+                       include_sensitive: bool = False) -> str:
+        """The ``<memory>`` block for the start of a conversation ("" when empty): open promises
+        and upcoming events, key facts about the people of the last days, recent episodes."""
         now = now or datetime.now(UTC)
-        return format_briefing(await self.recent(now=now), now, budget)
+        items = await briefing_items(self.pool, self.settings.user_id, now, include_sensitive=include_sensitive)
+        return format_briefing(items, now, budget)
 
     # tools (compact one-line-per-item text for the LLM) --------------------------------
 
     async def search_memory(self, query: str, hours_back: float | None = None, limit: int = 5) -> str:
         hits = await self.search(SearchRequest(query=query, hours_back=hours_back, limit=limit))
-        if not hits:
-            return "No memories found."
-        return "\n".join(
-            f"[{h.id}] {h.timestamp:%Y-%m-%d} {h.speaker or 'fact'}: {h.text[:300]}" for h in hits
-        )
+        return hit_lines(hits)
 
     async def remember(self, fact: str, *, now: datetime | None = None) -> str:
-        """Store a fact the user asked to be remembered, as a capture file, and index it."""
+        """Store a fact the user asked to be remembered, as a capture file, and index it; an
+        immediate extraction job puts it into the graph at confidence 1.0 (user-asserted)."""
         fact = fact.strip()
         if not fact:
             return "Nothing to remember."
@@ -163,7 +180,27 @@ class MemoryService:
         )
         path = await asyncio.to_thread(append_payload, self.settings.transcripts_dir, payload)
         await self.watcher.ingest_path(path)
+        await enqueue_asserted(self.pool, session_id, segment_id)
+        self.worker.wake()
         return f"Remembered [{session_id}/{segment_id}]."
+
+    async def recall_entity(self, name: str, *, now: datetime | None = None) -> str:
+        return await recall_entity(self.pool, self.settings.user_id, name, now=now or datetime.now(UTC))
+
+    async def daily(self, day: date) -> dict:
+        """The daily reflection of ``day`` (UTC), computed once and stored."""
+        return await daily_reflection(self.pool, self.settings.user_id, day, self.llm)
+
+    async def daily_summary(self, day: str) -> str:
+        try:
+            parsed = date.fromisoformat(day.strip())
+        except ValueError:
+            return "The date must be YYYY-MM-DD."
+        return daily_lines(await self.daily(parsed))
+
+    async def extract_session(self, session_id: str, *, force: bool = False) -> ExtractionReport:
+        """Extract entities and facts from one stored session now (needs the LLM)."""
+        return await self.extractor.extract_session(session_id, force=force)
 
     # ingestion and introspection --------------------------------------------------------
 

@@ -76,11 +76,12 @@ async def start_runtime(
         if with_llm:
             llm = await start_llm(model_settings, run_dir=run_dir(memory_settings.data_dir))
             stack.push_async_callback(llm.close)
+            memory.set_llm(llm.client)  # extraction and daily summaries start now
         voice = None
         if llm is not None:
             voice = VoiceService(
                 voice_settings or VoiceSettings(data_dir=memory_settings.data_dir), model_settings, llm.client,
-                memory, backend_name=llm.backend.value,
+                memory, backend_name=llm.backend.value, gate=memory.gate,
             )
             await voice.start()
             stack.push_async_callback(voice.close)

@@ -1,0 +1,75 @@
+"""Memory tools for the assistant: compact text, one line per item, each with its id.
+
+The functions here format what the graph and the store hold; :class:`MemoryService`
+exposes them as ``search_memory``, ``remember``, ``recall_entity`` and
+``daily_summary`` for voice and chat to register. Output stays small so it fits a
+small model's prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+import asyncpg
+
+from memory.graph import current_facts, find_entity
+from memory.names import normalize_name
+from memory.retrieval.types import MemoryHit
+from memory.tiers import touch
+
+LINE_CHARS = 300
+TOOL_SCHEMAS: list[dict] = [
+    {"name": "search_memory", "description": "Search what was said and learned before.",
+     "parameters": {"type": "object", "properties": {
+         "query": {"type": "string"}, "hours_back": {"type": "number"}}, "required": ["query"]}},
+    {"name": "remember", "description": "Remember a fact the user states, exactly as a short sentence.",
+     "parameters": {"type": "object", "properties": {"fact": {"type": "string"}}, "required": ["fact"]}},
+    {"name": "recall_entity", "description": "What is known now about a person, place or thing, with dates.",
+     "parameters": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}},
+    {"name": "daily_summary", "description": "What happened on a day (YYYY-MM-DD).",
+     "parameters": {"type": "object", "properties": {"date": {"type": "string"}}, "required": ["date"]}},
+]
+
+
+def hit_lines(hits: Iterable[MemoryHit]) -> str:
+    lines = [
+        f"[{h.id}] {h.timestamp:%Y-%m-%d %H:%M} {h.speaker or 'fact'}: {' '.join(h.text.split())[:LINE_CHARS]}"
+        for h in hits
+    ]
+    return "\n".join(lines) if lines else "No memories found."
+
+
+async def recall_entity(pool: asyncpg.Pool, user_id: str, name: str, *, now: datetime, limit: int = 12) -> str:
+    """The entity called ``name`` and the facts that hold about it now, with their dates."""
+    if not normalize_name(name):
+        return "No name given."
+    entity = await find_entity(pool, user_id, name, min_similarity=0.5)
+    if entity is None:
+        return f"Nothing known about {name.strip()[:80]}."
+    row = await pool.fetchrow(
+        "SELECT first_seen, last_seen, mention_count FROM entities WHERE id = $1", entity["id"]
+    )
+    facts = await current_facts(pool, user_id, entity["id"], limit=limit)
+    await touch(pool, [entity["id"], *{f.subject_id for f in facts}, *{f.object_id for f in facts}], now)
+    head = (f"[entity:{entity['id']}] {entity['name']} ({entity['type']}; seen {row['first_seen']:%Y-%m-%d}"
+            f"..{row['last_seen']:%Y-%m-%d}, {row['mention_count']} mentions)")
+    if not facts:
+        return head + "\nNo current facts."
+    return "\n".join([head, *(f.line() for f in facts)])
+
+
+def daily_lines(reflection: dict) -> str:
+    """A stored daily reflection as a few compact lines."""
+    if not reflection.get("sessions"):
+        return f"{reflection['date']}: nothing was recorded."
+    out = [f"{reflection['date']}: {reflection['sessions']} conversation(s)."]
+    for key in ("people", "topics", "promises", "decisions"):
+        items = reflection.get(key) or []
+        if items:
+            out.append(f"{key}: " + "; ".join(f"[entity:{i['id']}] {i['name']}" for i in items[:8]))
+    if reflection.get("emotional_arc"):
+        out.append("mood: " + " -> ".join(p["label"] for p in reflection["emotional_arc"][:8]))
+    if reflection.get("summary"):
+        out.append("summary: " + reflection["summary"])
+    return "\n".join(out)

@@ -1,0 +1,111 @@
+"""The assistant's memory tools and the briefing content, on a real database."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memory import graph
+from memory.extraction import EXTRACT
+from memory.service import MemoryService
+from tests.memory.conftest import LLM_TEST_TIMEOUT_S, payload, write
+
+NOW = datetime(2026, 3, 20, 18, 0, tzinfo=UTC)
+U = "default"
+
+
+
+async def _seed(service: MemoryService) -> dict[str, int]:
+    """Two days of talk with entities and facts, one of them sensitive."""
+    day = NOW - timedelta(days=1)
+    path = write(service.settings.transcripts_dir, payload("s1", [
+        ("t1", "Me", "Priya moved to Lisbon last month.", 0, 3),
+        ("t2", "Me", "I promise to call Priya on Friday.", 3, 6),
+        ("t3", "Me", "Dr. Lee says my blood test results are worrying.", 6, 9),
+    ], started=day))
+    await service.ingestor.ingest_file(path)
+    pool = service.pool
+    ids: dict[str, int] = {}
+    async with pool.acquire() as conn:
+        for key, etype, name, seg, sens in [
+            ("priya", "person", "Priya", "t1", "open"), ("lisbon", "place", "Lisbon", "t1", "open"),
+            ("porto", "place", "Porto", "t1", "open"), ("promise", "promise", "call Priya on Friday", "t2", "open"),
+            ("lee", "person", "Dr. Lee", "t3", "sensitive"), ("blood", "topic", "blood test", "t3", "sensitive"),
+        ]:
+            ids[key] = await graph.upsert_entity(conn, U, etype, name, seen_at=day, confidence=0.9, sensitivity=sens)
+            await conn.execute("INSERT INTO entity_mentions (entity_id, session_id, segment_id, mentioned_at) "
+                               "VALUES ($1, 's1', $2, $3)", ids[key], seg, day)
+        await graph.add_fact(conn, U, ids["priya"], "lives_in", ids["porto"], "Priya lives in Porto",
+                             confidence=0.9, valid_from=datetime(2025, 6, 1, tzinfo=UTC), source_session="old")
+        await graph.add_fact(conn, U, ids["priya"], "lives_in", ids["lisbon"], "Priya lives in Lisbon",
+                             confidence=0.9, valid_from=day, source_session="s1")
+        await graph.add_fact(conn, U, ids["lee"], "related_to", ids["blood"], "Dr. Lee ordered a blood test",
+                             confidence=0.9, valid_from=day, source_session="s1")
+    return ids
+
+
+@pytest.fixture
+async def service(memory_settings, model_settings, pool):
+    return MemoryService(memory_settings, model_settings, pool, None)
+
+
+async def test_recall_entity_lists_current_facts_with_dates_and_touches(service):
+    ids = await _seed(service)
+    text = await service.recall_entity("priya", now=NOW)
+    lines = text.splitlines()
+    assert lines[0].startswith(f"[entity:{ids['priya']}] Priya (person; seen 2026-03-19")
+    assert len(lines) == 2 and lines[1].startswith("[fact:") and "Priya lives in Lisbon (since 2026-03-19, current)" in lines[1]
+    assert "Porto" not in text  # closed facts are history, not current state
+    assert await service.pool.fetchval("SELECT accessed_at FROM entities WHERE id = $1", ids["priya"]) == NOW
+    assert (await service.recall_entity("Priyah", now=NOW)).startswith(f"[entity:{ids['priya']}]")  # trigram
+    assert await service.recall_entity("Zanzibar", now=NOW) == "Nothing known about Zanzibar."
+
+
+async def test_search_memory_is_one_line_per_item_with_ids(service):
+    await _seed(service)
+    text = await service.search_memory("Priya Lisbon")
+    assert text.splitlines()[0].startswith("[")
+    assert any(line.startswith("[s1/t1] 2026-03-19") for line in text.splitlines())
+    assert any(line.startswith("[fact:") for line in text.splitlines())  # graph facts are results too
+    assert await service.search_memory("xylophone quartz") == "No memories found."
+
+
+async def test_briefing_puts_promises_and_people_facts_first_and_leaves_out_sensitive(service):
+    await _seed(service)
+    block = await service.briefing(now=NOW)
+    lines = block.splitlines()
+    assert lines[2] == '- Fact (yesterday): "Promise: call Priya on Friday"'
+    assert "Priya lives in Lisbon" in lines[3]
+    assert "Lisbon last month" in block  # an episode
+    assert "blood" not in block.casefold() and "Lee" not in block
+    assert "blood test" in await service.briefing(now=NOW, include_sensitive=True)
+    small = await service.briefing(now=NOW, budget=300)
+    assert "Promise" in small and len(small) <= 300
+
+
+async def test_daily_summary_tool_on_an_empty_day_needs_no_llm(service):
+    assert await service.daily_summary("2026-01-01") == "2026-01-01: nothing was recorded."
+    assert await service.daily_summary("yesterday") == "The date must be YYYY-MM-DD."
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(LLM_TEST_TIMEOUT_S)
+async def test_remember_puts_the_fact_into_the_graph_at_full_confidence(service, slow_llm):
+    service.set_llm(slow_llm)
+    await service.watcher.start()
+    try:
+        reply = await service.remember("My brother Arjun lives in Denver.", now=NOW)
+    finally:
+        await service.watcher.stop()
+    assert reply.startswith("Remembered [remember-20260320/")
+    job = await service.pool.fetchrow("SELECT payload FROM jobs WHERE kind = $1", EXTRACT)
+    assert job is not None
+    await service.pool.execute("DELETE FROM jobs WHERE kind <> $1", EXTRACT)
+    await service.worker.run_until_idle(timeout=LLM_TEST_TIMEOUT_S)
+    assert await service.pool.fetchval("SELECT state FROM jobs WHERE kind = $1", EXTRACT) == "done"
+    arjun = await graph.find_entity(service.pool, U, "Arjun")
+    assert arjun is not None
+    facts = await graph.current_facts(service.pool, U, arjun["id"])
+    assert facts and all(f.confidence == 1.0 for f in facts)
+    assert "Arjun" in await service.recall_entity("Arjun", now=NOW)
