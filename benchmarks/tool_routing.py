@@ -15,7 +15,7 @@ import asyncio
 import json
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from benchmarks.common import percentiles, write_result
@@ -44,16 +44,17 @@ async def choose(agent: Agent, messages: list[dict], mode: ToolRouting) -> tuple
     return (call.name, call.arguments) if call else ("none", {})
 
 
-def score(case: dict, tool: str, arguments: dict) -> tuple[bool, bool]:
+def score(case: dict, tool: str, arguments: dict, today: date) -> tuple[bool, bool]:
     """(tool right, tool and arguments right)."""
     tool_ok = tool == case["tool"] or tool in case.get("accept", [])
     if not tool_ok:
         return False, False
     if tool != case["tool"]:
         return True, True
+    days = {"today": today.isoformat(), "yesterday": (today - timedelta(days=1)).isoformat()}
     for key, words in case.get("args", {}).items():
         value = json.dumps(arguments.get(key, "")).lower()
-        if not any(w in value for w in words):
+        if not any(w.format(**days) in value for w in words):
             return True, False
     return True, True
 
@@ -74,7 +75,7 @@ async def run(client: LLMClient, modes: list[ToolRouting]) -> dict:
                 started = time.perf_counter()
                 tool, arguments = await choose(agent, messages, mode)
                 times.append((time.perf_counter() - started) * 1000)
-                tool_ok, full_ok = score(case, tool, arguments)
+                tool_ok, full_ok = score(case, tool, arguments, datetime.now().astimezone().date())
                 rows.append({"utterance": case["utterance"], "expected": case["tool"], "chosen": tool,
                              "arguments": arguments, "tool_ok": tool_ok, "ok": full_ok})
                 print(f"[{mode.value} {i}/{len(data['cases'])}] {'ok ' if full_ok else 'BAD'} {case['utterance'][:50]!r} -> "

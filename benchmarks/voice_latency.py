@@ -78,6 +78,12 @@ class BenchMemory:
     async def remember(self, fact: str) -> str:
         return "Stored."
 
+    async def recall_entity(self, name: str) -> str:
+        return "\n".join(h.text for h in self.hits if name.casefold() in h.text.casefold()) or "Nothing known."
+
+    async def daily_summary(self, day: str) -> str:
+        return f"{day}: nothing was recorded."
+
 
 class Mic(MediaStreamTrack):
     """A microphone that sends silence until told to say something (48 kHz mono)."""

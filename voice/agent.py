@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -52,6 +53,8 @@ ROUTER_SYSTEM = (
     "knowledge, advice, jokes, questions about the user's own life (the assistant already knows the basics)\n"
     "- search_memory: the user asks what was said or happened in a past conversation or event\n"
     "- remember: the user states a fact about their life or asks to remember or note something\n"
+    "- recall_entity: the user asks what you know about one named person, place or thing\n"
+    "- daily_summary: the user asks how a whole day went or what happened on a given day\n"
     "- render_table: the user asks for a table\n"
     "- think: the user asks to work something out or plan step by step\n"
     'Answer with JSON: {"action": "..."}'
@@ -67,10 +70,12 @@ ROUTER_EXAMPLES: tuple[tuple[str, str], ...] = (
     ("Work out step by step what fifteen percent of eighty is.", "think"),
     ("Could you repeat that more slowly?", "answer_directly"),
     ("What did we decide in last Tuesday's meeting?", "search_memory"),
+    ("What do you know about Rajesh?", "recall_entity"),
+    ("How was my day yesterday?", "daily_summary"),
 )
 ARGUMENTS_SYSTEM = (
     "You fill in the arguments of the tool {tool} for the user's last message. {description} "
-    "Answer with only the JSON arguments."
+    "Today is {today:%A %Y-%m-%d}. Answer with only the JSON arguments."
 )
 
 
@@ -106,6 +111,15 @@ AgentEvent = TextDelta | ToolUse | ContextMessage | TurnDone
 
 
 _STORE_WORDS = ("remember", "note", "don't forget", "do not forget", "keep in mind", "save", "store")
+
+
+_RECALL = re.compile(r"^\W*(please )?(remind me (what|of|about|who|where|when|how|which)|what did (i|we|you) (say|tell))",
+                     re.IGNORECASE)
+
+
+def asks_to_recall(message: str) -> bool:
+    """"Remind me what I said about ...": a question about the past, worded like a request."""
+    return bool(_RECALL.search(message))
 
 
 def asks_to_store(message: str) -> bool:
@@ -210,12 +224,16 @@ class Agent:
             tool = decision["action"]
             if tool not in TOOL_NAMES:
                 return None
-            if tool == Tool.REMEMBER and not asks_to_store(dialogue[-1]["content"]):
+            if tool == Tool.REMEMBER and asks_to_recall(dialogue[-1]["content"]):
+                log.info("routing chose remember for a request to recall; searching memory instead")
+                tool = Tool.SEARCH_MEMORY.value
+            elif tool == Tool.REMEMBER and not asks_to_store(dialogue[-1]["content"]):
                 log.info("routing chose remember for a question; answering directly instead")
                 return None
             spec = TOOLS[Tool(tool)]
             arguments = await self.llm.chat_json(
-                [{"role": "system", "content": ARGUMENTS_SYSTEM.format(tool=tool, description=spec.description)},
+                [{"role": "system", "content": ARGUMENTS_SYSTEM.format(tool=tool, description=spec.description,
+                                                                            today=datetime.now().astimezone())},
                  *dialogue],
                 spec.arguments_schema(), name="arguments", max_tokens=400,
             )

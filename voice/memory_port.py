@@ -23,3 +23,11 @@ class MemoryPort(Protocol):
     async def remember(self, fact: str) -> str:
         """Store a fact the user asserted; a short confirmation."""
         ...
+
+    async def recall_entity(self, name: str) -> str:
+        """What is known now about a person, place or thing: one line per fact, with dates."""
+        ...
+
+    async def daily_summary(self, day: str) -> str:
+        """What one day (YYYY-MM-DD) held: people, topics, promises, mood, a summary."""
+        ...

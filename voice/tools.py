@@ -1,6 +1,7 @@
 """The tools a conversation can use, their JSON schemas, and running them.
 
-``search_memory`` and ``remember`` go to the injected :class:`MemoryPort`; ``think`` is
+``search_memory``, ``remember``, ``recall_entity`` and ``daily_summary`` go to the
+injected :class:`MemoryPort`; ``think`` is
 a scratchpad that is never spoken; ``render_table`` sends a table to the page.
 Every tool returns text for the LLM; none raises on a bad argument or a memory that
 is down -- the model is told what happened instead.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -21,11 +23,14 @@ log = logging.getLogger(__name__)
 MAX_TABLE_ROWS = 12
 MAX_TABLE_COLUMNS = 6
 MAX_CELL_CHARS = 200
+DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 class Tool(StrEnum):
     SEARCH_MEMORY = "search_memory"
     REMEMBER = "remember"
+    RECALL_ENTITY = "recall_entity"
+    DAILY_SUMMARY = "daily_summary"
     THINK = "think"
     RENDER_TABLE = "render_table"
 
@@ -71,6 +76,18 @@ TOOLS: dict[Tool, ToolSpec] = {
             "Store a fact the user tells you to remember, or a lasting fact about their life.",
             {"fact": {"type": "string", "description": "the fact, as one short sentence"}},
             ("fact",),
+        ),
+        ToolSpec(
+            Tool.RECALL_ENTITY,
+            "Tell what is known now about one named person, place or thing, with dates.",
+            {"name": {"type": "string", "description": "the name, as the user said it"}},
+            ("name",),
+        ),
+        ToolSpec(
+            Tool.DAILY_SUMMARY,
+            "Summarise one day: who the user talked to, topics, promises and mood.",
+            {"date": {"type": "string", "description": "the day as YYYY-MM-DD"}},
+            ("date",),
         ),
         ToolSpec(
             Tool.THINK,
@@ -195,4 +212,18 @@ class ToolRunner:
             if self.memory is None:
                 return ToolResult(name, arguments, "Memory is not available right now; nothing was stored.", ok=False)
             return ToolResult(name, arguments, (await self.memory.remember(fact)).strip() or "Remembered.")
+        if name == Tool.RECALL_ENTITY:
+            who = str(arguments.get("name") or "").strip()
+            if not who:
+                raise ValueError("recall_entity needs a name")
+            if self.memory is None:
+                return ToolResult(name, arguments, "Memory is not available right now.", ok=False)
+            return ToolResult(name, arguments, (await self.memory.recall_entity(who)).strip() or f"Nothing known about {who}.")
+        if name == Tool.DAILY_SUMMARY:
+            day = str(arguments.get("date") or "").strip()
+            if not DAY.fullmatch(day):
+                raise ValueError("daily_summary needs a date as YYYY-MM-DD")
+            if self.memory is None:
+                return ToolResult(name, arguments, "Memory is not available right now.", ok=False)
+            return ToolResult(name, arguments, (await self.memory.daily_summary(day)).strip() or f"Nothing known about {day}.")
         raise ValueError(f"there is no tool named {name!r}")

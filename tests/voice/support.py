@@ -58,6 +58,13 @@ class FixedMemory:
         self.remembered.append(fact)
         return f"Stored: {fact}"
 
+    async def recall_entity(self, name: str) -> str:
+        found = [h for h in self.hits if name.casefold() in h.text.casefold()]
+        return "\n".join(f"[{h.id}] {h.text}" for h in found) or f"Nothing known about {name}."
+
+    async def daily_summary(self, day: str) -> str:
+        return f"{day}: nothing was recorded."
+
 
 class BrokenMemory:
     """A memory that is down: every call fails."""
@@ -69,6 +76,12 @@ class BrokenMemory:
         raise ConnectionError("memory is down")
 
     async def remember(self, fact: str) -> str:
+        raise ConnectionError("memory is down")
+
+    async def recall_entity(self, name: str) -> str:
+        raise ConnectionError("memory is down")
+
+    async def daily_summary(self, day: str) -> str:
         raise ConnectionError("memory is down")
 
 
