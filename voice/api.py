@@ -182,7 +182,7 @@ async def chat(request: Request, body: ChatRequest) -> StreamingResponse:
         except RuntimeError as exc:
             raise HTTPException(503, str(exc)) from exc
     return StreamingResponse(
-        chat_turn(session, body.message),
+        chat_turn(session, body.message, service.gate),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory.worker import PriorityGate
 from voice.agent import Agent, ContextMessage, TextDelta, ToolUse, TurnDone
 from voice.recorder import ConversationRecorder, Device
 from voice.settings import VoiceSettings
@@ -78,9 +79,10 @@ class ChatSessions:
         return session
 
 
-async def chat_turn(session: ChatSession, message: str) -> AsyncIterator[bytes]:
-    """The SSE stream of one chat turn; tool-call text never appears in it."""
-    async with session.lock:
+async def chat_turn(session: ChatSession, message: str, gate: PriorityGate | None = None) -> AsyncIterator[bytes]:
+    """The SSE stream of one chat turn; tool-call text never appears in it. ``gate`` is
+    held for the turn, so background memory work waits for it."""
+    async with session.lock, (gate or PriorityGate()).live_turn():
         session.last_used = time.time()
         yield sse({"type": "session", "session_id": session.id, "llm_backend": session.backend})
         agent = session.agent

@@ -26,6 +26,7 @@ from pipecat.transports.smallwebrtc.request_handler import (
 from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
 from pipecat.workers.runner import WorkerRunner
 
+from memory.worker import PriorityGate
 from models.llm_client import LLMClient
 from models.settings import ModelSettings
 from voice.agent import Agent
@@ -74,8 +75,13 @@ class VoiceService:
         backend_name: str = "default",
         extra_backends: Mapping[str, LLMClient] | None = None,
         observers: Callable[[VoiceSession], list[BaseObserver]] | None = None,
+        gate: PriorityGate | None = None,
     ) -> None:
         self.settings = settings
+        # Held while a voice session is connected and while a chat turn runs, so that the
+        # memory's background work (extraction, nightly jobs) waits and leaves the CPU
+        # and the LLM to the conversation.
+        self.gate = gate or PriorityGate()
         self.model_settings = model_settings
         self.memory = memory
         self.default_backend = backend_name
@@ -196,6 +202,10 @@ class VoiceService:
             raise VoiceError(400, f"the ICE candidate was not accepted: {exc}") from exc
 
     async def _run(self, session: VoiceSession, connection: SmallWebRTCConnection) -> None:
+        async with self.gate.live_turn():
+            await self._run_live(session, connection)
+
+    async def _run_live(self, session: VoiceSession, connection: SmallWebRTCConnection) -> None:
         assert self.models is not None
         try:
             _, agent = self.agent(session.backend)

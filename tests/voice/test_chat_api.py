@@ -3,6 +3,7 @@ input on every endpoint."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import httpx
@@ -48,6 +49,23 @@ async def test_chat_answers_from_memory_and_is_remembered(voice_server):
         listed = (await client.get("/v1/chat/sessions")).json()["sessions"]
     mine = next(s for s in listed if s["session_id"] == session_id)
     assert mine["turns"] == 2
+
+
+async def test_a_chat_turn_holds_the_background_work_gate(voice_server):
+    """While a turn streams, the memory's background jobs wait; after it they go on."""
+    gate = voice_server.service.gate
+    busy_during: list[bool] = []
+    async with httpx.AsyncClient(base_url=voice_server.url, headers=voice_server.headers, timeout=LONG) as client:
+        async with client.stream("POST", "/v1/chat", json={"message": "Say hello in one word."}) as response:
+            async for line in response.aiter_lines():
+                if line.startswith("data:") and '"token"' in line:
+                    busy_during.append(gate.busy)
+    assert busy_during and all(busy_during)
+    for _ in range(100):  # the server finishes the stream just after the client read its end
+        if not gate.busy:
+            break
+        await asyncio.sleep(0.05)
+    assert not gate.busy
 
 
 async def test_chat_remember_tool_stores_the_fact(voice_server, fixed_memory):
