@@ -2,9 +2,9 @@
 
 The reply is one JSON object with two arrays, constrained by :data:`SCHEMA` (the server
 enforces it while generating; the client validates it again): ``entities`` (type, name,
-confidence, sensitivity, evidence; ``properties`` is allowed but not asked for in the
-prompt: when the example showed it, the small model filled its token budget with
-properties and dropped the facts) and ``facts`` (subject, predicate,
+confidence, sensitivity, evidence, and optional ``properties``: a role and a time, short;
+the prompt does not ask for them, because when its example showed properties the small
+model spent its token budget on them and dropped the facts) and ``facts`` (subject, predicate,
 object, fact sentence, confidence). Predicates come from a small fixed vocabulary so that
 contradictions can be recognised (see :mod:`memory.graph`). The instructions stay short
 and fixed, so the server reuses their cached prompt between chunks.
@@ -53,6 +53,7 @@ MAX_FACTS = 5
 NAME_MAX = 80
 EVIDENCE_MAX = 60
 FACT_MAX = 120
+PROPERTY_MAX = 40
 CHUNK_CHARS = 1400
 
 SCHEMA: dict = {
@@ -68,7 +69,12 @@ SCHEMA: dict = {
                     "confidence": {"type": "number", "minimum": 0, "maximum": 1},
                     "sensitivity": {"enum": [s.value for s in Sensitivity]},
                     "evidence": {"type": "string", "maxLength": EVIDENCE_MAX},
-                    "properties": {"type": "object", "additionalProperties": {"type": "string"}},
+                    # Fixed, short, optional keys: an open object let the model ramble
+                    # until the token budget ran out mid-reply.
+                    "properties": {"type": "object", "properties": {
+                        "role": {"type": "string", "maxLength": PROPERTY_MAX},
+                        "when": {"type": "string", "maxLength": PROPERTY_MAX},
+                    }, "additionalProperties": False},
                 },
                 "required": ["type", "name", "confidence", "sensitivity", "evidence"],
             },
