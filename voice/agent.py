@@ -201,6 +201,28 @@ class Agent:
             parts.append(briefing)
         return "\n\n".join(parts)
 
+    def _router_messages(self, dialogue: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        examples: list[dict[str, Any]] = []
+        for text, action in ROUTER_EXAMPLES:
+            examples += [{"role": "user", "content": text}, {"role": "assistant", "content": f'{{"action": "{action}"}}'}]
+        return [{"role": "system", "content": ROUTER_SYSTEM}, *examples, *dialogue]
+
+    async def warm(self, system_prompt: str) -> None:
+        """Have the LLM server process the session's fixed prompts (the system prompt and,
+        with schema routing, the router's) before the first turn, so that turn reuses the
+        server's prompt cache instead of paying for them. Failures are only logged."""
+        hello = [{"role": "user", "content": "Hello."}]
+        prompts = [[{"role": "system", "content": system_prompt}, *hello]]
+        if self.settings.tool_routing is ToolRouting.SCHEMA:
+            prompts.append(self._router_messages(hello))
+        started = time.perf_counter()
+        results = await asyncio.gather(*(self.llm.chat(p, max_tokens=1) for p in prompts), return_exceptions=True)
+        failed = [r for r in results if isinstance(r, BaseException)]
+        if failed:
+            log.info("warming the LLM prompt cache failed: %s", failed[0])
+        else:
+            log.info("LLM prompt cache warmed in %.1f s", time.perf_counter() - started)
+
     async def route(self, messages: list[dict[str, Any]]) -> ToolCall | None:
         """The tool for the last message, chosen by two schema-constrained completions.
 
@@ -213,12 +235,9 @@ class Agent:
             dialogue = dialogue[1:]
         if not dialogue:
             return None
-        examples: list[dict[str, Any]] = []
-        for text, action in ROUTER_EXAMPLES:
-            examples += [{"role": "user", "content": text}, {"role": "assistant", "content": f'{{"action": "{action}"}}'}]
         try:
             decision = await self.llm.chat_json(
-                [{"role": "system", "content": ROUTER_SYSTEM}, *examples, *dialogue], action_schema(),
+                self._router_messages(dialogue), action_schema(),
                 name="action", max_tokens=20,
             )
             tool = decision["action"]

@@ -207,9 +207,13 @@ class VoiceService:
 
     async def _run_live(self, session: VoiceSession, connection: SmallWebRTCConnection) -> None:
         assert self.models is not None
+        warming: asyncio.Task | None = None
         try:
             _, agent = self.agent(session.backend)
             briefing = await agent.briefing()
+            system_prompt = agent.system_prompt(briefing, voice=True)
+            # While the page connects and the greeting plays, the LLM reads the fixed prompts.
+            warming = asyncio.get_running_loop().create_task(agent.warm(system_prompt))
             recorder = ConversationRecorder(self.settings.transcripts_dir, session.id, Device.VOICE,
                                             stt_engine="faster-whisper tiny.en")
             transport = SmallWebRTCTransport(
@@ -218,7 +222,7 @@ class VoiceService:
             )
             voice_pipeline = build_pipeline(
                 transport=transport, models=self.models, agent=agent,
-                system_prompt=agent.system_prompt(briefing, voice=True), voice=session.voice,
+                system_prompt=system_prompt, voice=session.voice,
                 settings=self.settings, recorder=recorder,
             )
             worker = PipelineWorker(
@@ -253,6 +257,8 @@ class VoiceService:
         except Exception:
             log.exception("voice session %s failed", session.id)
         finally:
+            if warming is not None and not warming.done():
+                warming.cancel()
             session.state = "ended"
             self._sessions.pop(session.id, None)
             try:
