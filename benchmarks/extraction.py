@@ -1,0 +1,214 @@
+"""Entity and relationship extraction quality of the bundled model on labelled conversations.
+
+Each conversation of ``benchmarks/data/extraction/conversations.json`` goes through the
+production extraction (prompt, JSON schema, post-processing) and is scored against its
+gold entities and facts:
+
+- an entity matches a gold one of the same type when the normalised names are equal (or
+  an alias), or one contains the other as whole words; for free-text types (promise,
+  decision, event, topic, emotion) when all of the gold ``match`` words occur in it;
+- ``relationship`` and ``question`` entities are not scored (their truth is in the facts);
+- a fact matches a gold fact when its two endpoints match (in either order; "I" is "me").
+
+Precision, recall and F1 are reported per type and overall (micro), with latency per
+session, for all conversations and separately for those with speech-recognition errors.
+
+    python -m benchmarks.extraction [--limit N] [--llm-url URL --llm-model NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+import time
+from collections import Counter
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from benchmarks.common import percentiles, write_result
+from memory.extraction.job import extract_lines
+from memory.extraction.postprocess import Entity, FactItem
+from memory.extraction.prompt import Line
+from memory.names import normalize_name
+from models.llm_client import LLMClient
+
+DATA = Path(__file__).parent / "data" / "extraction" / "conversations.json"
+PARTIAL = Path(__file__).parent / "results" / "extraction.partial.json"  # progress of a run, removed at its end
+SCORED = ("person", "place", "event", "promise", "decision", "topic", "emotion")
+NAMED = ("person", "place")
+REFERENCE = {"overall": 0.645, "person": 0.87, "topic": 0.30}  # published 2B local model, similar task
+
+
+def _words(text: str) -> str:
+    return f" {normalize_name(text)} "
+
+
+def entity_matches(pred: Entity, gold: dict) -> bool:
+    if pred.type.value != gold["type"]:
+        return False
+    name = _words(pred.name)
+    if gold["type"] in NAMED:
+        for candidate in (gold["name"], *gold.get("aliases", [])):
+            want = _words(candidate)
+            if name == want or want in name or name in want:
+                return True
+        return False
+    keys = gold.get("match")
+    if keys is None:
+        keys = [gold["name"]]
+    text = normalize_name(pred.name)
+    return all(k.lower() in text for k in keys)
+
+
+def _endpoint(value: str) -> str:
+    norm = normalize_name(value)
+    return "me" if norm in {"i", "me", "my", "myself", "user"} else norm
+
+
+def fact_matches(pred: FactItem, gold: dict) -> bool:
+    p = {_endpoint(pred.subject), _endpoint(pred.object)}
+    g = [_endpoint(gold["subject"]), _endpoint(gold["object"])]
+    return all(any(x == y or f" {x} " in f" {y} " or f" {y} " in f" {x} " for y in p) for x in g)
+
+
+def score_conversation(conv: dict, entities: list[Entity], facts: list[FactItem]) -> dict[str, Counter]:
+    """Per type: true positives, false positives, false negatives."""
+    counts: dict[str, Counter] = {t: Counter() for t in (*SCORED, "fact")}
+    preds = [e for e in entities if e.type.value in SCORED]
+    used: set[int] = set()
+    for gold in conv["entities"]:
+        hit = next((i for i, p in enumerate(preds) if i not in used and entity_matches(p, gold)), None)
+        if hit is None:
+            counts[gold["type"]]["fn"] += 1
+        else:
+            used.add(hit)
+            counts[gold["type"]]["tp"] += 1
+    for i, p in enumerate(preds):
+        if i not in used:
+            counts[p.type.value]["fp"] += 1
+    used_f: set[int] = set()
+    for gold in conv["facts"]:
+        hit = next((i for i, p in enumerate(facts) if i not in used_f and fact_matches(p, gold)), None)
+        if hit is None:
+            counts["fact"]["fn"] += 1
+        else:
+            used_f.add(hit)
+            counts["fact"]["tp"] += 1
+    counts["fact"]["fp"] += len(facts) - len(used_f)
+    return counts
+
+
+def prf(c: Counter) -> dict[str, float]:
+    p = c["tp"] / (c["tp"] + c["fp"]) if c["tp"] + c["fp"] else 0.0
+    r = c["tp"] / (c["tp"] + c["fn"]) if c["tp"] + c["fn"] else 0.0
+    f = 2 * p * r / (p + r) if p + r else 0.0
+    return {"precision": round(p, 3), "recall": round(r, 3), "f1": round(f, 3), **{k: c[k] for k in ("tp", "fp", "fn")}}
+
+
+def table(per_conv: list[dict[str, Counter]]) -> dict:
+    totals: dict[str, Counter] = {t: Counter() for t in (*SCORED, "fact")}
+    for counts in per_conv:
+        for t, c in counts.items():
+            totals[t] += c
+    entities_all = sum((totals[t] for t in SCORED), Counter())
+    return {
+        "per_type": {t: prf(c) for t, c in totals.items()},
+        "entities_overall": prf(entities_all),
+        "overall_with_facts": prf(entities_all + totals["fact"]),
+    }
+
+
+def lines_of(conv: dict) -> list[Line]:
+    start = datetime.fromisoformat(conv["date"].replace("Z", "+00:00"))
+    return [Line(f"s{i}", speaker, text, start + timedelta(seconds=5 * i)) for i, (speaker, text) in enumerate(conv["lines"])]
+
+
+def summary(rows: list, latencies: list[float], failures: list[dict]) -> dict:
+    return {
+        "conversations": len(rows),
+        "all": table([r[1] for r in rows]),
+        "asr_errors": table([r[1] for r in rows if r[0]["asr"]]),
+        "clean": table([r[1] for r in rows if not r[0]["asr"]]),
+        "latency_per_session": percentiles(latencies),
+        "failures": failures,
+        "reference_2b_model_f1": REFERENCE,
+        "predictions": {
+            r[0]["id"]: {"entities": [f"{e.type.value}:{e.name}" for e in r[2]],
+                         "facts": [f"{f.subject} {f.predicate} {f.object}" for f in r[3]]}
+            for r in rows
+        },
+    }
+
+
+async def run(client: LLMClient, conversations: list[dict], partial: Path | None = None) -> dict:
+    """Score every conversation; after each one the summary so far goes to ``partial``."""
+    rows, latencies, failures = [], [], []
+    for n, conv in enumerate(conversations, start=1):
+        started = time.perf_counter()
+        try:
+            entities, facts, _ = await extract_lines(client, lines_of(conv))
+        except Exception as exc:  # noqa: BLE001 - a failed session scores as nothing found
+            failures.append({"id": conv["id"], "error": f"{type(exc).__name__}: {exc}"[:300]})
+            entities, facts = [], []
+        seconds = time.perf_counter() - started
+        latencies.append(seconds * 1000)
+        counts = score_conversation(conv, entities, facts)
+        rows.append((conv, counts, entities, facts))
+        found = ", ".join(f"{e.type.value}:{e.name}" for e in entities)
+        print(f"[{n}/{len(conversations)}] {conv['id']} {seconds:.1f} s: {found}", flush=True)
+        if partial is not None:
+            partial.write_text(json.dumps({"partial": True, **summary(rows, latencies, failures)}, indent=2) + "\n")
+    return summary(rows, latencies, failures)
+
+
+async def wait_ready(client: LLMClient, timeout_s: float = 300.0) -> None:
+    """Wait until the endpoint serves completions (a server may still be loading its model)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            await client.chat([{"role": "user", "content": "hi"}], max_tokens=1)
+            return
+        except Exception:  # noqa: BLE001 - keep polling until the deadline
+            if time.monotonic() > deadline:
+                raise
+            print("waiting for the LLM endpoint...", flush=True)
+            await asyncio.sleep(5)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--limit", type=int, default=0, help="only the first N conversations")
+    parser.add_argument("--llm-url", help="an OpenAI-compatible endpoint (default: start the managed llama-server)")
+    parser.add_argument("--llm-model", default="local")
+    args = parser.parse_args()
+    conversations = json.loads(DATA.read_text())["conversations"]
+    if args.limit:
+        conversations = conversations[: args.limit]
+    runtime = None
+    if args.llm_url:
+        client = LLMClient(args.llm_url, args.llm_model, timeout=900)
+        backend = args.llm_url
+    else:
+        from models.llm_runtime import start_llm
+        from models.settings import ModelSettings
+
+        settings = ModelSettings(llm_base_url=None, ollama_host=None, allow_download=False, llm_ctx_size=4096)
+        runtime = await start_llm(settings, Path(tempfile.mkdtemp(prefix="annie-bench-")))
+        client = runtime.client
+        backend = f"managed llama-server ({client.model})"
+    try:
+        await wait_ready(client)
+        result = await run(client, conversations, PARTIAL)
+    finally:
+        if runtime is not None:
+            await runtime.close()
+    if len(result["failures"]) == len(conversations):
+        raise SystemExit(f"every conversation failed, nothing written: {result['failures'][0]['error']}")
+    write_result("extraction", {"backend": backend, **result})
+    PARTIAL.unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
