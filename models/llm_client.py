@@ -85,9 +85,14 @@ class LLMClient:
             stream=True,
             **extra,
         )
-        async for chunk in stream:
-            if chunk.choices and (delta := chunk.choices[0].delta.content):
-                yield delta
+        try:
+            async for chunk in stream:
+                if chunk.choices and (delta := chunk.choices[0].delta.content):
+                    yield delta
+        finally:
+            # Stopped early (barge-in, a caller that has enough): close the HTTP stream
+            # now, so the server stops generating and the connection is not left half-read.
+            await stream.close()
 
     async def chat_json(
         self,

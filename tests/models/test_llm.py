@@ -46,6 +46,25 @@ async def test_streaming_yields_text(managed_llm):
     assert len(chunks) >= 2 and "".join(chunks).strip()
 
 
+async def test_a_stream_stopped_early_stops_the_generation(managed_llm):
+    """Barge-in: closing the reply stream must free the server, not leave it generating."""
+    import httpx
+
+    stream = managed_llm.client.stream(
+        [{"role": "user", "content": "Count from 1 to 300, one number per line."}], max_tokens=600, temperature=0.0)
+    got = [await anext(stream) for _ in range(3)]
+    assert "".join(got).strip()
+    await stream.aclose()
+    root = managed_llm.client.base_url.removesuffix("/v1")
+    async with httpx.AsyncClient(base_url=root, timeout=10) as http:
+        for _ in range(50):
+            if not any(slot["is_processing"] for slot in (await http.get("/slots")).json()):
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("the server still generates 5 s after the stream was closed")
+
+
 async def test_server_is_restarted_after_a_crash(managed_llm):
     server = managed_llm.server
     before = server.pid
