@@ -30,6 +30,7 @@ from voice.tools import TOOL_NAMES, TOOLS, Table, Tool, ToolResult, ToolRunner, 
 log = logging.getLogger(__name__)
 
 MAX_TOOL_HOPS = 2
+WARM_WAIT_S = 30.0
 
 PERSONA = (
     "You are Annie, a warm personal assistant who remembers the user's conversations. "
@@ -69,6 +70,7 @@ ROUTER_EXAMPLES: tuple[tuple[str, str], ...] = (
     ("My brother's name is Sam.", "remember"),
     ("Work out step by step what fifteen percent of eighty is.", "think"),
     ("Could you repeat that more slowly?", "answer_directly"),
+    ("How do I change a flat tire?", "answer_directly"),
     ("What did we decide in last Tuesday's meeting?", "search_memory"),
     ("What do you know about Rajesh?", "recall_entity"),
     ("How was my day yesterday?", "daily_summary"),
@@ -120,6 +122,14 @@ _RECALL = re.compile(r"^\W*(please )?(remind me (what|of|about|who|where|when|ho
 def asks_to_recall(message: str) -> bool:
     """"Remind me what I said about ...": a question about the past, worded like a request."""
     return bool(_RECALL.search(message))
+
+
+def said_in(name: str, message: str) -> bool:
+    """Every word of ``name`` occurs in ``message`` (a recall_entity name must be one the
+    user said, not the small model's paraphrase of the question)."""
+    words = re.findall(r"[\w']+", name.casefold())
+    said = set(re.findall(r"[\w']+", message.casefold()))
+    return bool(words) and all(w in said or w.removesuffix("'s") in said for w in words)
 
 
 def asks_to_store(message: str) -> bool:
@@ -176,6 +186,7 @@ class Agent:
         self.memory = memory
         self.settings = settings
         self.tools = ToolRunner(memory, settings.tool_timeout_s)
+        self._warming: asyncio.Task | None = None
 
     async def briefing(self, now: datetime | None = None) -> str:
         """The memory briefing, or "" when memory is absent, slow or failing (logged, never said)."""
@@ -207,10 +218,14 @@ class Agent:
             examples += [{"role": "user", "content": text}, {"role": "assistant", "content": f'{{"action": "{action}"}}'}]
         return [{"role": "system", "content": ROUTER_SYSTEM}, *examples, *dialogue]
 
-    async def warm(self, system_prompt: str) -> None:
+    def start_warming(self, system_prompt: str) -> None:
         """Have the LLM server process the session's fixed prompts (the system prompt and,
-        with schema routing, the router's) before the first turn, so that turn reuses the
-        server's prompt cache instead of paying for them. Failures are only logged."""
+        with schema routing, the router's) now, before the first turn: that turn then waits
+        for them to finish and reuses the server's prompt cache instead of competing with
+        them for the CPU and the server's slots."""
+        self._warming = asyncio.get_running_loop().create_task(self.warm(system_prompt))
+
+    async def warm(self, system_prompt: str) -> None:
         hello = [{"role": "user", "content": "Hello."}]
         prompts = [[{"role": "system", "content": system_prompt}, *hello]]
         if self.settings.tool_routing is ToolRouting.SCHEMA:
@@ -222,6 +237,17 @@ class Agent:
             log.info("warming the LLM prompt cache failed: %s", failed[0])
         else:
             log.info("LLM prompt cache warmed in %.1f s", time.perf_counter() - started)
+
+    async def _warmed(self) -> None:
+        if self._warming is not None and not self._warming.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(self._warming), WARM_WAIT_S)
+            except TimeoutError:
+                log.info("the LLM prompt cache is still warming after %.0f s; going on", WARM_WAIT_S)
+
+    def stop_warming(self) -> None:
+        if self._warming is not None and not self._warming.done():
+            self._warming.cancel()
 
     async def route(self, messages: list[dict[str, Any]]) -> ToolCall | None:
         """The tool for the last message, chosen by two schema-constrained completions.
@@ -254,15 +280,19 @@ class Agent:
                 [{"role": "system", "content": ARGUMENTS_SYSTEM.format(tool=tool, description=spec.description,
                                                                             today=datetime.now().astimezone())},
                  *dialogue],
-                spec.arguments_schema(), name="arguments", max_tokens=400,
+                spec.arguments_schema(), name="arguments", max_tokens=spec.max_tokens,
             )
         except (LLMOutputError, openai.APIError) as exc:
             log.warning("tool routing gave no valid choice (%s); answering directly", exc)
+            return None
+        if tool == Tool.RECALL_ENTITY and not said_in(str(arguments.get("name", "")), dialogue[-1]["content"]):
+            log.info("recall_entity got a name the user did not say; answering directly")
             return None
         return ToolCall(tool, arguments)
 
     async def respond(self, messages: list[dict[str, Any]]) -> AsyncIterator[AgentEvent]:
         """One turn: route, run tools, stream the filtered reply."""
+        await self._warmed()
         convo = trim_history(list(messages), self.settings.max_history_messages)
         timings: dict[str, float] = {}
         used: list[str] = []

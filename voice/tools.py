@@ -45,6 +45,9 @@ class ToolSpec:
     description: str
     parameters: dict[str, Any]
     required: tuple[str, ...]
+    # Tokens the arguments may take. A cut-off reply is invalid JSON and the turn is
+    # answered directly: better than waiting for a small model's runaway "name".
+    max_tokens: int = 60
 
     def arguments_schema(self) -> dict[str, Any]:
         return {
@@ -94,6 +97,7 @@ TOOLS: dict[Tool, ToolSpec] = {
             "Think step by step before answering a question that needs planning or arithmetic. Never spoken.",
             {"thought": {"type": "string"}},
             ("thought",),
+            max_tokens=150,
         ),
         ToolSpec(
             Tool.RENDER_TABLE,
@@ -102,6 +106,7 @@ TOOLS: dict[Tool, ToolSpec] = {
              "columns": {"type": "array", "items": {"type": "string"}},
              "rows": {"type": "array", "items": {"type": "array", "items": {"type": "string"}}}},
             ("title", "columns", "rows"),
+            max_tokens=400,
         ),
     )
 }

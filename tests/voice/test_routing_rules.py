@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from voice.agent import asks_to_recall, asks_to_store
+from voice.agent import asks_to_recall, asks_to_store, said_in
 
 
 @pytest.mark.parametrize("message, recall, store", [
@@ -19,3 +19,15 @@ from voice.agent import asks_to_recall, asks_to_store
 def test_recall_and_store_requests(message, recall, store):
     assert asks_to_recall(message) is recall
     assert asks_to_store(message) is store
+
+
+@pytest.mark.parametrize("name, message, said", [
+    ("Rajesh", "What do you know about Rajesh?", True),
+    ("Marco", "Tell me everything you know about my friend Marco.", True),
+    ("Mexico City", "what do you know about mexico city", True),
+    ("Sister's residence location", "Where does my sister live?", False),
+    ("Priya", "Hi Annie, how are you?", False),
+    ("", "What do you know about Rajesh?", False),
+])
+def test_a_recalled_name_must_be_one_the_user_said(name, message, said):
+    assert said_in(name, message) is said
