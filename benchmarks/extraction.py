@@ -194,7 +194,7 @@ async def main() -> None:
         from models.llm_runtime import start_llm
         from models.settings import ModelSettings
 
-        settings = ModelSettings(llm_base_url=None, ollama_host=None, allow_download=False, llm_ctx_size=4096)
+        settings = ModelSettings(llm_base_url=None, ollama_host=None, allow_download=False)
         runtime = await start_llm(settings, Path(tempfile.mkdtemp(prefix="annie-bench-")))
         client = runtime.client
         backend = f"managed llama-server ({client.model})"

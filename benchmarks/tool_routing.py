@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import tempfile
 import time
@@ -35,10 +36,13 @@ async def choose(agent: Agent, messages: list[dict], mode: ToolRouting) -> tuple
         call = await agent.route(messages)
         return (call.name, call.arguments) if call else ("none", {})
     text_filter = ToolTextFilter(TOOL_NAMES)
-    async for delta in agent.llm.stream(llm_messages(messages), max_tokens=120, temperature=0.0):
-        text_filter.feed(delta)
-        if text_filter.calls:
-            break
+    # aclosing: stopping early must close the HTTP stream, or the next request can meet a
+    # half-read connection ("server disconnected").
+    async with contextlib.aclosing(agent.llm.stream(llm_messages(messages), max_tokens=120, temperature=0.0)) as deltas:
+        async for delta in deltas:
+            text_filter.feed(delta)
+            if text_filter.calls:
+                break
     text_filter.finish()
     call = text_filter.calls[0] if text_filter.calls else None
     return (call.name, call.arguments) if call else ("none", {})
@@ -105,7 +109,7 @@ async def main() -> None:
         from models.llm_runtime import start_llm
         from models.settings import ModelSettings
 
-        settings = ModelSettings(llm_base_url=None, ollama_host=None, allow_download=False, llm_ctx_size=4096)
+        settings = ModelSettings(llm_base_url=None, ollama_host=None, allow_download=False)
         runtime = await start_llm(settings, Path(tempfile.mkdtemp(prefix="annie-bench-")))
         client = runtime.client
     try:

@@ -299,7 +299,7 @@ async def main() -> None:
     from models.llm_client import LLMClient
     from models.llm_runtime import start_llm
 
-    model_settings = ModelSettings(llm_base_url=None, ollama_host=None, allow_download=False, llm_ctx_size=4096)
+    model_settings = ModelSettings(llm_base_url=None, ollama_host=None, allow_download=False)  # as in production
     runtime = None
     if args.llm_url:
         client = LLMClient(args.llm_url, args.llm_model)

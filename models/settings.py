@@ -49,7 +49,7 @@ class ModelSettings(BaseSettings):
     llm_port: int = 0
     llm_ctx_size: int = 8192
     llm_threads: int = 0
-    llm_parallel: int = 2
+    llm_parallel: int = 3  # router, arguments and reply prompts each keep a cached slot
 
     @property
     def models_dir(self) -> Path:

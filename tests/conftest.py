@@ -100,7 +100,7 @@ async def managed_llm(model_settings, tmp_path_factory):
     """The managed llama-server with the bundled GGUF, shared by the session."""
     from models.llm_runtime import start_llm
 
-    settings = model_settings.model_copy(update={"llm_base_url": None, "ollama_host": None, "llm_ctx_size": 4096})
+    settings = model_settings.model_copy(update={"llm_base_url": None, "ollama_host": None, "llm_ctx_size": 6144})
     runtime = await start_llm(settings, tmp_path_factory.mktemp("llm-run"))
     yield runtime
     await runtime.close()
