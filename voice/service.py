@@ -207,13 +207,13 @@ class VoiceService:
 
     async def _run_live(self, session: VoiceSession, connection: SmallWebRTCConnection) -> None:
         assert self.models is not None
-        warming: asyncio.Task | None = None
+        agent: Agent | None = None
         try:
             _, agent = self.agent(session.backend)
             briefing = await agent.briefing()
             system_prompt = agent.system_prompt(briefing, voice=True)
             # While the page connects and the greeting plays, the LLM reads the fixed prompts.
-            warming = asyncio.get_running_loop().create_task(agent.warm(system_prompt))
+            agent.start_warming(system_prompt)
             recorder = ConversationRecorder(self.settings.transcripts_dir, session.id, Device.VOICE,
                                             stt_engine="faster-whisper tiny.en")
             transport = SmallWebRTCTransport(
@@ -257,8 +257,8 @@ class VoiceService:
         except Exception:
             log.exception("voice session %s failed", session.id)
         finally:
-            if warming is not None and not warming.done():
-                warming.cancel()
+            if agent is not None:
+                agent.stop_warming()
             session.state = "ended"
             self._sessions.pop(session.id, None)
             try:
