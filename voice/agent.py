@@ -124,6 +124,16 @@ def asks_to_recall(message: str) -> bool:
     return bool(_RECALL.search(message))
 
 
+_THINK = re.compile(r"step by step|\bthink|work (it |this |that )?out|figure (it |this |that )?out|\bplan\b|calculat|"
+                    r"how (much|many|long)", re.IGNORECASE)
+
+
+def asks_to_think(message: str) -> bool:
+    """Words that ask for working something out; without them the scratchpad is skipped
+    (the small model's thoughts are long, so a needless one costs seconds)."""
+    return bool(_THINK.search(message))
+
+
 def said_in(name: str, message: str) -> bool:
     """Every word of ``name`` occurs in ``message`` (a recall_entity name must be one the
     user said, not the small model's paraphrase of the question)."""
@@ -274,6 +284,9 @@ class Agent:
                 tool = Tool.SEARCH_MEMORY.value
             elif tool == Tool.REMEMBER and not asks_to_store(dialogue[-1]["content"]):
                 log.info("routing chose remember for a question; answering directly instead")
+                return None
+            elif tool == Tool.THINK and not asks_to_think(dialogue[-1]["content"]):
+                log.info("routing chose think for a plain question; answering directly instead")
                 return None
             spec = TOOLS[Tool(tool)]
             arguments = await self.llm.chat_json(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from voice.agent import asks_to_recall, asks_to_store, said_in
+from voice.agent import asks_to_recall, asks_to_store, asks_to_think, said_in
 
 
 @pytest.mark.parametrize("message, recall, store", [
@@ -31,3 +31,14 @@ def test_recall_and_store_requests(message, recall, store):
 ])
 def test_a_recalled_name_must_be_one_the_user_said(name, message, said):
     assert said_in(name, message) is said
+
+
+@pytest.mark.parametrize("message, think", [
+    ("Work out step by step what fifteen percent of eighty is.", True),
+    ("Think carefully about how I should pack.", True),
+    ("How much do I spend a year on coffee at 4 dollars a day?", True),
+    ("Give me one tip for sleeping better.", False),
+    ("How do I make a cup of green tea?", False),
+])
+def test_the_scratchpad_needs_words_that_ask_for_it(message, think):
+    assert asks_to_think(message) is think
