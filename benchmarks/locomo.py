@@ -14,6 +14,10 @@ k results:
 Recipes measured in the same run: hybrid (BM25 + vector + graph), bm25 and vector,
 each as configured (temporal decay relative to ``now``) and again without decay. Run: ``python -m benchmarks.locomo`` (``--limit-qa N``
 for a quick look). Needs the models assembled (``make setup``).
+
+With ``--graph`` every session is first run through entity and fact extraction with
+the bundled LLM (slow: about a minute per session on 2 cores; pick conversations with
+``--samples``), and hybrid is measured next to hybrid_no_graph on the same questions.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from pathlib import Path
 from benchmarks.common import percentiles, write_result
 from memory.capture import CapturePayload, CaptureSegment, append_payload
 from memory.db import open_database
+from memory.extraction import EXTRACT
 from memory.retrieval.recipes import RECIPES, RecipeName
 from memory.service import MemoryService, SearchRequest
 from memory.settings import MemorySettings
@@ -114,6 +119,20 @@ class Score:
         return out
 
 
+async def extract_sessions(service: MemoryService, sample: dict) -> dict:
+    """Run extraction on each session of the conversation; what it found, and how long it took."""
+    sessions = [p.session_id for p in capture_payloads(sample)]
+    seconds, entities, facts = [], 0, 0
+    for n, session_id in enumerate(sessions, start=1):
+        report = await service.extract_session(session_id)
+        seconds.append(report.seconds * 1000)
+        entities += report.entities
+        facts += report.facts
+        print(f"[extract {sample['sample_id']} {n}/{len(sessions)}] {session_id}: {report.entities} entities, "
+              f"{report.facts} facts in {report.seconds:.0f} s", flush=True)
+    return {"sessions": len(sessions), "entities": entities, "facts": facts, "latency_per_session": percentiles(seconds)}
+
+
 async def ingest_conversation(sample: dict, root: Path, db, vectors, models: ModelSettings) -> MemoryService:
     settings = MemorySettings(data_dir=root / sample["sample_id"], database_url=db.dsn, user_id=sample["sample_id"])
     service = MemoryService(settings, models, db.pool, vectors)
@@ -132,10 +151,19 @@ async def ingest_conversation(sample: dict, root: Path, db, vectors, models: Mod
     return service
 
 
-async def run(limit_qa: int | None, database_url: str | None) -> dict:
-    samples = json.loads(DATA.read_text())
+async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = False,
+              only: list[str] | None = None) -> dict:
+    samples = [s for s in json.loads(DATA.read_text()) if not only or s["sample_id"] in only]
     models = ModelSettings(allow_download=False)
     recipes = [RecipeName.HYBRID, RecipeName.BM25, RecipeName.VECTOR]
+    llm = None
+    extraction: dict[str, dict] = {}
+    if graph:
+        from models.llm_runtime import start_llm
+
+        recipes.insert(1, RecipeName.HYBRID_NO_GRAPH)
+        llm_settings = ModelSettings(llm_base_url=None, ollama_host=None, allow_download=False)
+        llm = await start_llm(llm_settings, Path(tempfile.mkdtemp(prefix="annie-bench-")))
     variants = [*map(str, recipes), *(f"{r}{NO_DECAY}" for r in recipes)]
     scores: dict[str, dict[str, Score]] = {name: defaultdict(Score) for name in variants}
     latencies: dict[str, list[float]] = defaultdict(list)
@@ -149,6 +177,11 @@ async def run(limit_qa: int | None, database_url: str | None) -> dict:
                 start = time.perf_counter()
                 service = await ingest_conversation(sample, root, db, vectors, models)
                 ingest_s += time.perf_counter() - start
+                if llm is not None:
+                    # extracted here, in order, instead of by the queued background jobs
+                    await db.pool.execute("DELETE FROM jobs WHERE kind = $1 AND state = 'queued'", EXTRACT)
+                    service.set_llm(llm.client)
+                    extraction[sample["sample_id"]] = await extract_sessions(service, sample)
                 for recipe in recipes:
                     name = f"{recipe}{NO_DECAY}"
                     service.recipes[name] = RECIPES[recipe].with_(name=name, decay=None)
@@ -169,9 +202,12 @@ async def run(limit_qa: int | None, database_url: str | None) -> dict:
         finally:
             await vectors.close()
             await db.close()
+            if llm is not None:
+                await llm.close()
     result: dict = {
-        "dataset": "LoCoMo dev split (conv-26, conv-30, conv-41, conv-42), categories 1-4",
+        "dataset": f"LoCoMo dev split ({', '.join(s['sample_id'] for s in samples)}), categories 1-4",
         "ingest_seconds": round(ingest_s, 1),
+        **({"graph": {"extraction": extraction}} if graph else {}),
         "recipes": {
             name: {"by_category": {cat: s.summary() for cat, s in per.items()}, "latency": percentiles(latencies[name])}
             for name, per in scores.items()
@@ -191,6 +227,12 @@ async def run(limit_qa: int | None, database_url: str | None) -> dict:
             f"hybrid_vs_{leg}_turn_frac@10": round(hybrid["turn_frac@10"] / max(single["turn_frac@10"], 1e-9), 3)
             for leg, single in (("bm25", bm25), ("vector", vector))
         }
+    if graph:
+        result["graph"]["hybrid_vs_hybrid_no_graph"] = {
+            config: {metric: [overall[f"hybrid{suffix}"][metric], overall[f"hybrid_no_graph{suffix}"][metric]]
+                     for metric in ("turn_all@5", "turn_all@10", "turn_frac@10", "session_all@10")}
+            for config, suffix in (("with_decay", ""), ("without_decay", NO_DECAY))
+        }
     return result
 
 
@@ -198,8 +240,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit-qa", type=int, default=None, help="questions per conversation (default: all)")
     parser.add_argument("--database-url", default=None, help="use this PostgreSQL instead of an embedded one")
+    parser.add_argument("--graph", action="store_true", help="extract entities and facts first; compare with and without the graph leg")
+    parser.add_argument("--samples", nargs="+", help="only these conversations (e.g. conv-30)")
     args = parser.parse_args()
-    write_result("locomo", asyncio.run(run(args.limit_qa, args.database_url)))
+    result = asyncio.run(run(args.limit_qa, args.database_url, graph=args.graph, only=args.samples))
+    write_result("locomo_graph" if args.graph else "locomo", result)
 
 
 if __name__ == "__main__":
