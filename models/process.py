@@ -21,10 +21,14 @@ _PR_SET_PDEATHSIG = 1
 
 
 def die_with_parent() -> None:
-    """``preexec_fn``: ask Linux to SIGTERM this child when its parent dies."""
+    """``preexec_fn``: ask Linux to SIGKILL this child when its parent dies.
+
+    SIGKILL, not SIGTERM: llama-server catches SIGTERM for a graceful shutdown, which
+    was seen to hang for minutes under CPU load, leaving an orphan holding the port and
+    the memory. The child keeps no state worth a graceful exit."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except OSError:  # not Linux: the pid file handles leftovers instead
         pass
 

@@ -50,8 +50,11 @@ class VoiceSettings(BaseSettings):
     chat_session_idle_s: float = 3600.0
     max_message_chars: int = 4000
     stt_compute_type: str = "int8"
-    # Kokoro gives one audio chunk per call; on a slow CPU the default 3 s raised spurious errors.
-    tts_stop_frame_timeout_s: float = 10.0
+    # Kokoro gives one audio chunk per sentence. The longest Kokoro may take to make one sentence before its audio is given up as
+    # lost. Contexts are closed explicitly at the end of a turn, so a long value costs
+    # nothing; a short one silenced whole replies when a long sentence took over 10 s on
+    # a busy 2-core machine.
+    tts_stop_frame_timeout_s: float = 30.0
     # ICE servers for WebRTC (none needed on a LAN or loopback).
     ice_servers: list[str] = Field(default_factory=list)
 
