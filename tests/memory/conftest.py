@@ -8,7 +8,9 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from fastapi import Depends, FastAPI
 
+from memory.api import router
 from memory.capture import CapturePayload, CaptureSegment, append_payload
 from memory.db import _init_connection, close_pool
 from memory.service import MemoryService
@@ -16,8 +18,11 @@ from memory.settings import MemorySettings
 from memory.vectors.edge import EdgeVectorIndex
 from models.embed import EMBED_DIM
 from models.llm_client import LLMClient
+from web.app import install_error_handlers
+from web.auth import require_token
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+TOKEN = "test-token"
 # Seconds for a test that runs the real LLM: about a minute on an idle machine, far more
 # while other work shares the CPU.
 LLM_TEST_TIMEOUT_S = 1800
@@ -74,3 +79,13 @@ def write(transcripts: Path, item: CapturePayload) -> Path:
 def write_raw(path: Path, line: str | dict) -> None:
     with path.open("a") as handle:
         handle.write((json.dumps(line) if isinstance(line, dict) else line) + "\n")
+
+
+def memory_app(service: MemoryService) -> FastAPI:
+    """The memory API as the web app mounts it: behind the token, with its error handlers."""
+    app = FastAPI()
+    app.state.token = TOKEN
+    app.state.memory = service
+    install_error_handlers(app)
+    app.include_router(router, dependencies=[Depends(require_token)])
+    return app

@@ -6,30 +6,22 @@ from datetime import timedelta
 
 import httpx
 import pytest
-from fastapi import Depends, FastAPI
 
-from memory.api import router
-from tests.memory.conftest import T0, payload, write
-from web.app import install_error_handlers
-from web.auth import require_token
+from tests.memory.conftest import T0, TOKEN, memory_app, payload, write
 
-TOKEN = "test-token"
 ENDPOINTS = [
     ("GET", "/v1/context?query=priya"),
     ("GET", "/v1/entities"),
     ("GET", "/v1/stats"),
     ("POST", "/v1/ingest/s1"),
     ("GET", "/v1/sessions/s1"),
+    ("GET", "/v1/daily?date=2026-03-01"),
 ]
 
 
 @pytest.fixture
 async def client(memory):
-    app = FastAPI()
-    app.state.token = TOKEN
-    app.state.memory = memory
-    install_error_handlers(app)
-    app.include_router(router, dependencies=[Depends(require_token)])
+    app = memory_app(memory)
     write(memory.settings.transcripts_dir, payload("s1", [("a", "Me", "My sister Priya lives in Lisbon", 0, 3),
                                                           ("b", "Sam", "The dentist is on Thursday", 3, 6)]))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://annie") as http:

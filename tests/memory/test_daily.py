@@ -6,18 +6,12 @@ from datetime import UTC, date, datetime
 
 import httpx
 import pytest
-from fastapi import Depends, FastAPI
 
 from memory import graph
-from memory.api import router
 from memory.service import MemoryService
-from tests.memory.conftest import LLM_TEST_TIMEOUT_S, payload, write
-from web.app import install_error_handlers
-from web.auth import require_token
+from tests.memory.conftest import LLM_TEST_TIMEOUT_S, TOKEN, memory_app, payload, write
 
-TOKEN = "test-token"
 DAY = datetime(2026, 3, 10, 9, 0, tzinfo=UTC)
-
 
 
 @pytest.fixture
@@ -41,11 +35,7 @@ async def service(memory_settings, model_settings, pool):
 
 @pytest.fixture
 async def client(service):
-    app = FastAPI()
-    app.state.token = TOKEN
-    app.state.memory = service
-    install_error_handlers(app)
-    app.include_router(router, dependencies=[Depends(require_token)])
+    app = memory_app(service)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://annie",
                                  headers={"X-Internal-Token": TOKEN}) as http:
         yield http
