@@ -72,8 +72,8 @@ ROUTER_EXAMPLES: tuple[tuple[str, str], ...] = (
     ("Could you repeat that more slowly?", "answer_directly"),
     ("How do I change a flat tire?", "answer_directly"),
     ("What did we decide in last Tuesday's meeting?", "search_memory"),
-    ("What do you know about Rajesh?", "recall_entity"),
-    ("How was my day yesterday?", "daily_summary"),
+    ("What do you know about Dr. Moreau?", "recall_entity"),
+    ("How did last Friday go?", "daily_summary"),
 )
 ARGUMENTS_SYSTEM = (
     "You fill in the arguments of the tool {tool} for the user's last message. {description} "
