@@ -29,6 +29,10 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 ID_PATTERN = r"^[A-Za-z0-9_-]+$"
 _ID = re.compile(ID_PATTERN)
 MAX_LINE_BYTES = 4 * 1024 * 1024
+# The speaker label of Annie's own turns in voice and chat captures. They are stored and
+# searchable, but not mined for entities and facts: what Annie says comes from memory
+# (or from the model), and feeding it back would let her reinforce her own mistakes.
+ASSISTANT_SPEAKER = "annie"
 
 
 def valid_id(value: str) -> bool:

@@ -13,12 +13,11 @@ import time
 from enum import StrEnum
 from pathlib import Path
 
-from memory.capture import CapturePayload, CaptureSegment, append_payload
+from memory.capture import ASSISTANT_SPEAKER, CapturePayload, CaptureSegment, append_payload
 
 log = logging.getLogger(__name__)
 
 USER_SPEAKER = "user"
-ASSISTANT_SPEAKER = "annie"
 
 
 class Device(StrEnum):

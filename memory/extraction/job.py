@@ -1,5 +1,6 @@
 """The "extract" job: one session's transcript in, entities, mentions and facts out.
 
+Annie's own turns (speaker ``annie``) are left out: only what people said is mined.
 Idempotent per session: a session already extracted, with no segment changed since, is
 skipped unless forced. The LLM runs outside any transaction; the results are written in
 one transaction with ``sessions.extracted_at``. An LLM that is down or answers garbage
@@ -21,6 +22,7 @@ from datetime import datetime
 import asyncpg
 
 from memory import jobs
+from memory.capture import ASSISTANT_SPEAKER
 from memory.extraction.postprocess import Entity, FactItem, clean_entities, clean_facts, dedup, speaker_entities
 from memory.extraction.prompt import SCHEMA, Line, chunk_lines, messages
 from memory.graph import add_fact, upsert_entity
@@ -139,8 +141,9 @@ class Extractor:
         if row is None:
             raise LookupError(f"no session {session_id}")
         rows = await self.pool.fetch(
-            "SELECT segment_id, speaker, text, ts FROM segments WHERE session_id = $1 ORDER BY start_s, segment_id",
-            session_id,
+            """SELECT segment_id, speaker, text, ts FROM segments
+               WHERE session_id = $1 AND speaker IS DISTINCT FROM $2 ORDER BY start_s, segment_id""",
+            session_id, ASSISTANT_SPEAKER,
         )
         return [Line(r["segment_id"], r["speaker"], r["text"], r["ts"]) for r in rows], bool(row["fresh"])
 

@@ -186,6 +186,16 @@ async def test_llm_failure_retries_then_dead_and_segments_stay_searchable(
     await llm.close()
 
 
+async def test_annies_own_turns_are_not_mined(memory_settings, model_settings, pool):
+    service = MemoryService(memory_settings, model_settings, pool, None)
+    path = write(memory_settings.transcripts_dir, payload("chat1", [
+        ("t1-user", "user", "Where does my sister live?", 0, 2),
+        ("t1-annie", "annie", "Priya lives in Lisbon, Portugal.", 2, 4)], device="annie-chat"))
+    await service.ingestor.ingest_file(path)
+    lines, _ = await service.extractor._lines("chat1")
+    assert [line.segment_id for line in lines] == ["t1-user"]
+
+
 async def test_no_llm_yet_defers_instead_of_failing(memory_settings, model_settings, pool):
     service = await _service(memory_settings, model_settings, pool, None)
     await pool.execute("UPDATE jobs SET run_after = now() WHERE kind = $1", EXTRACT)
