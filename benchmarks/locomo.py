@@ -123,15 +123,21 @@ class Score:
 async def extract_sessions(service: MemoryService, sample: dict) -> dict:
     """Run extraction on each session of the conversation; what it found, and how long it took."""
     sessions = [p.session_id for p in capture_payloads(sample)]
-    seconds, entities, facts = [], 0, 0
+    seconds, entities, facts, failures = [], 0, 0, []
     for n, session_id in enumerate(sessions, start=1):
-        report = await service.extract_session(session_id)
+        try:
+            report = await service.extract_session(session_id)
+        except Exception as exc:  # noqa: BLE001 - a failed session adds nothing to the graph
+            failures.append({"session": session_id, "error": f"{type(exc).__name__}: {exc}"[:300]})
+            print(f"[extract {sample['sample_id']} {n}/{len(sessions)}] {session_id}: FAILED {exc}", flush=True)
+            continue
         seconds.append(report.seconds * 1000)
         entities += report.entities
         facts += report.facts
         print(f"[extract {sample['sample_id']} {n}/{len(sessions)}] {session_id}: {report.entities} entities, "
               f"{report.facts} facts in {report.seconds:.0f} s", flush=True)
-    return {"sessions": len(sessions), "entities": entities, "facts": facts, "latency_per_session": percentiles(seconds)}
+    return {"sessions": len(sessions), "entities": entities, "facts": facts, "failures": failures,
+            "latency_per_session": percentiles(seconds)}
 
 
 async def ingest_conversation(sample: dict, root: Path, db, vectors, models: ModelSettings) -> MemoryService:

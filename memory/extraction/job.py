@@ -27,7 +27,7 @@ from memory.extraction.postprocess import Entity, FactItem, clean_entities, clea
 from memory.extraction.prompt import SCHEMA, Line, chunk_lines, messages
 from memory.graph import add_fact, upsert_entity
 from memory.worker import PriorityGate
-from models.llm_client import LLMClient
+from models.llm_client import LLMClient, LLMOutputError
 
 log = logging.getLogger(__name__)
 
@@ -85,14 +85,29 @@ async def extract_lines(llm: LLMClient, lines: list[Line], *, asserted: bool = F
     for chunk in chunks:
         if between is not None:
             await between()
-        reply = await llm.chat_json(messages(chunk), SCHEMA, name="memory", max_tokens=MAX_TOKENS)
-        if asserted:
-            for item in (*reply["entities"], *reply["facts"]):
-                item["confidence"] = ASSERTED_CONFIDENCE
-        found = clean_entities(reply["entities"], chunk)
-        entities.extend(found + speaker_entities(chunk))
-        facts.extend(clean_facts(reply["facts"], chunk, found))
+        for part, reply in await _ask(llm, chunk):
+            if asserted:
+                for item in (*reply["entities"], *reply["facts"]):
+                    item["confidence"] = ASSERTED_CONFIDENCE
+            found = clean_entities(reply["entities"], part)
+            entities.extend(found + speaker_entities(part))
+            facts.extend(clean_facts(reply["facts"], part, found))
     return dedup(entities), facts, len(chunks)
+
+
+async def _ask(llm: LLMClient, chunk: list[Line]) -> list[tuple[list[Line], dict]]:
+    """The LLM's reply for a chunk. A dense chunk can fill the token budget and end in
+    cut-off JSON: then each half is asked once on its own. Any other failure, or a
+    half that fails again, raises (the job is retried, then dead)."""
+    try:
+        return [(chunk, await llm.chat_json(messages(chunk), SCHEMA, name="memory", max_tokens=MAX_TOKENS))]
+    except LLMOutputError:
+        if len(chunk) < 2:
+            raise
+        log.info("extraction reply for %d segments was not valid JSON; asking for each half", len(chunk))
+        half = len(chunk) // 2
+        return [(part, await llm.chat_json(messages(part), SCHEMA, name="memory", max_tokens=MAX_TOKENS))
+                for part in (chunk[:half], chunk[half:])]
 
 
 class Extractor:
