@@ -11,7 +11,7 @@ import pytest
 
 from memory import graph
 from memory.extraction import EXTRACT
-from memory.extraction.job import MAX_ATTEMPTS
+from memory.extraction.job import MAX_ATTEMPTS, extract_lines
 from memory.extraction.postprocess import clean_entities, clean_facts, dedup, is_non_entity, speaker_entities
 from memory.extraction.prompt import EntityType, Line, chunk_lines
 from memory.retrieval.recipes import RecipeName
@@ -119,12 +119,15 @@ def test_long_sessions_are_chunked_on_segment_boundaries():
 class _Garbage(BaseHTTPRequestHandler):
     """An OpenAI-compatible chat endpoint whose model answers garbage."""
 
+    def reply(self, request: dict) -> str:
+        return "Sure! Here are the entities: Priya, Lisbon"
+
     def do_POST(self):  # noqa: N802 - http.server naming
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
         body = json.dumps({
             "id": "x", "object": "chat.completion", "created": 0, "model": "m",
             "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": "Sure! Here are the entities: Priya, Lisbon"}}],
+                         "message": {"role": "assistant", "content": self.reply(request)}}],
         }).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -136,14 +139,43 @@ class _Garbage(BaseHTTPRequestHandler):
         pass
 
 
+class _CutOff(_Garbage):
+    """Cut-off JSON for a transcript of several lines (the token budget ran out), a valid
+    reply naming the line's first word for a single line."""
+
+    def reply(self, request: dict) -> str:
+        transcript = request["messages"][-1]["content"].splitlines()[1:]
+        if len(transcript) > 1:
+            return '{"entities":[{"type":"person","name":"Pri'
+        word = transcript[0].split(": ", 1)[1].split()[0].strip(".,")
+        return json.dumps({"entities": [{"type": "person", "name": word, "confidence": 0.9, "sensitivity": "open",
+                                         "evidence": word}], "facts": []})
+
+
+def _serve(handler: type[BaseHTTPRequestHandler]):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, LLMClient(f"http://127.0.0.1:{server.server_address[1]}/v1", "m")
+
+
 @pytest.fixture
 def garbage_llm():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Garbage)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield LLMClient(f"http://127.0.0.1:{server.server_address[1]}/v1", "m")
+    server, client = _serve(_Garbage)
+    yield client
     server.shutdown()
     server.server_close()
+
+
+async def test_a_cut_off_reply_is_asked_again_in_halves():
+    server, client = _serve(_CutOff)
+    try:
+        lines = [Line("s1", "Me", "Priya called.", T0), Line("s2", "Me", "Omar wrote.", T0)]
+        entities, _, chunks = await extract_lines(client, lines)
+        assert chunks == 1 and sorted(e.name for e in entities) == ["Omar", "Priya"]
+    finally:
+        await client.close()
+        server.shutdown()
+        server.server_close()
 
 
 async def _service(memory_settings, model_settings, pool, llm) -> MemoryService:
