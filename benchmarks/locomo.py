@@ -17,7 +17,8 @@ for a quick look). Needs the models assembled (``make setup``).
 
 With ``--graph`` every session is first run through entity and fact extraction with
 the bundled LLM (slow: about a minute per session on 2 cores; pick conversations with
-``--samples``), and hybrid is measured next to hybrid_no_graph on the same questions.
+``--samples``, and ``--sessions N`` to keep each to its first N sessions and the questions
+about them), and hybrid is measured next to hybrid_no_graph on the same questions.
 """
 
 from __future__ import annotations
@@ -65,6 +66,15 @@ def turn_text(turn: dict) -> str:
     if caption := turn.get("blip_caption"):
         text += f" [shared a photo: {caption}]"
     return text
+
+
+def first_sessions(sample: dict, n: int) -> dict:
+    """The conversation cut after its first ``n`` sessions, with only the questions whose
+    evidence lies in them."""
+    conv = {k: v for k, v in sample["conversation"].items()
+            if not (m := re.fullmatch(r"session_(\d+)(_date_time)?", k)) or int(m[1]) <= n}
+    qa = [q for q in sample["qa"] if all(int(session_of(e)[1:]) <= n for e in evidence_turns(q))]
+    return {**sample, "conversation": conv, "qa": qa}
 
 
 def capture_payloads(sample: dict) -> list[CapturePayload]:
@@ -159,8 +169,10 @@ async def ingest_conversation(sample: dict, root: Path, db, vectors, models: Mod
 
 
 async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = False,
-              only: list[str] | None = None) -> dict:
+              only: list[str] | None = None, sessions: int | None = None) -> dict:
     samples = [s for s in json.loads(DATA.read_text()) if not only or s["sample_id"] in only]
+    if sessions:
+        samples = [first_sessions(s, sessions) for s in samples]
     models = ModelSettings(allow_download=False)
     recipes = [RecipeName.HYBRID, RecipeName.BM25, RecipeName.VECTOR]
     llm = None
@@ -215,7 +227,8 @@ async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = F
                 await client.close()
                 await llm.close()
     result: dict = {
-        "dataset": f"LoCoMo dev split ({', '.join(s['sample_id'] for s in samples)}), categories 1-4",
+        "dataset": f"LoCoMo dev split ({', '.join(s['sample_id'] for s in samples)}), categories 1-4"
+                   + (f", first {sessions} sessions and the questions about them" if sessions else ""),
         "ingest_seconds": round(ingest_s, 1),
         **({"graph": {"extraction": extraction}} if graph else {}),
         "recipes": {
@@ -252,8 +265,10 @@ def main() -> None:
     parser.add_argument("--database-url", default=None, help="use this PostgreSQL instead of an embedded one")
     parser.add_argument("--graph", action="store_true", help="extract entities and facts first; compare with and without the graph leg")
     parser.add_argument("--samples", nargs="+", help="only these conversations (e.g. conv-30)")
+    parser.add_argument("--sessions", type=int, help="only the first N sessions of each (and questions about them)")
     args = parser.parse_args()
-    result = asyncio.run(run(args.limit_qa, args.database_url, graph=args.graph, only=args.samples))
+    result = asyncio.run(run(args.limit_qa, args.database_url, graph=args.graph, only=args.samples,
+                             sessions=args.sessions))
     write_result("locomo_graph" if args.graph else "locomo", result)
 
 
