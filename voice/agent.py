@@ -303,6 +303,22 @@ class Agent:
             return None
         return ToolCall(tool, arguments)
 
+    async def _reply(self, convo: list[dict[str, Any]], text_filter: ToolTextFilter, spoken: list[str],
+                     timings: dict[str, float]) -> AsyncIterator[TextDelta]:
+        """Stream one completion through ``text_filter``; what passes is spoken (appended to
+        ``spoken``); the first token's delay is kept in ``timings`` once per turn."""
+        started = time.perf_counter()
+        async for delta in self.llm.stream(llm_messages(convo), max_tokens=self.settings.max_reply_tokens,
+                                           temperature=self.settings.reply_temperature):
+            if "first_token_s" not in timings:
+                timings["first_token_s"] = time.perf_counter() - started
+            if out := text_filter.feed(delta):
+                spoken.append(out)
+                yield TextDelta(out)
+        if out := text_filter.finish():
+            spoken.append(out)
+            yield TextDelta(out)
+
     async def respond(self, messages: list[dict[str, Any]]) -> AsyncIterator[AgentEvent]:
         """One turn: route, run tools, stream the filtered reply."""
         await self._warmed()
@@ -329,18 +345,8 @@ class Agent:
         spoken: list[str] = []
         for _hop in range(MAX_TOOL_HOPS + 1):
             text_filter = ToolTextFilter(TOOL_NAMES)
-            reply_started = time.perf_counter()
-            async for delta in self.llm.stream(
-                llm_messages(convo), max_tokens=self.settings.max_reply_tokens, temperature=self.settings.reply_temperature
-            ):
-                if "first_token_s" not in timings:
-                    timings["first_token_s"] = time.perf_counter() - reply_started
-                if out := text_filter.feed(delta):
-                    spoken.append(out)
-                    yield TextDelta(out)
-            if out := text_filter.finish():
-                spoken.append(out)
-                yield TextDelta(out)
+            async for event in self._reply(convo, text_filter, spoken, timings):
+                yield event
             if text_filter.held:
                 log.info("kept %d tool-call block(s) out of the reply", len(text_filter.held))
             calls = text_filter.calls
@@ -352,14 +358,7 @@ class Agent:
         if not "".join(spoken).strip():
             # The model gave only tool calls (or nothing): one plain answer, tools off.
             convo.append({"role": "system", "content": PLAIN_ANSWER})
-            text_filter = ToolTextFilter(TOOL_NAMES)
-            async for delta in self.llm.stream(llm_messages(convo), max_tokens=self.settings.max_reply_tokens,
-                                               temperature=self.settings.reply_temperature):
-                if out := text_filter.feed(delta):
-                    spoken.append(out)
-                    yield TextDelta(out)
-            if out := text_filter.finish():
-                spoken.append(out)
-                yield TextDelta(out)
+            async for event in self._reply(convo, ToolTextFilter(TOOL_NAMES), spoken, timings):
+                yield event
         timings["total_s"] = time.perf_counter() - started
         yield TurnDone("".join(spoken).strip(), used, timings)
