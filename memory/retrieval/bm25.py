@@ -1,8 +1,17 @@
-"""The BM25 leg: PostgreSQL full text (``websearch_to_tsquery``), ranked.
+"""The keyword leg: PostgreSQL full text, any word of the question, rare words weighing most.
 
-A question in plain words becomes an OR of its words, so a segment need not contain
-every word of the question to be found; quoted phrases and ``-exclusions`` typed by a
-person keep their websearch meaning.
+A question in plain words is an OR of its content words (the English configuration
+drops stop words and stems the rest), so a segment need not hold every word to be
+found. Each word weighs its inverse document frequency, read from PostgreSQL's own
+statistics of the ``text_tsv`` column (``pg_stats.most_common_elems``: a constant-size
+row, so the cost does not grow with memory), and a name (a capitalised word inside the
+question) weighs ``NAME_BOOST`` times more. Words in more than ``COMMON_FREQ`` of all
+segments still add to a segment's score but do not select segments on their own, unless
+the question has no other word. Before the statistics exist (a new database; autovacuum
+gathers them) every word weighs the same.
+
+A query typed with websearch syntax (quoted phrases, ``-exclusions``, ``or``) keeps its
+websearch meaning.
 """
 
 from __future__ import annotations
@@ -16,6 +25,10 @@ from memory.retrieval.types import Leg, LegScore, MemoryHit
 
 _OPERATOR = re.compile(r'"|(^|\s)-\w|\bor\b', re.IGNORECASE)
 _WORD = re.compile(r"[\w']+")
+_SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)$")
+NAME_BOOST = 1.5
+COMMON_FREQ = 0.05
+UNSEEN_FREQ = 0.01  # a word's frequency before any statistics exist
 
 
 def websearch_query(query: str) -> str:
@@ -25,20 +38,71 @@ def websearch_query(query: str) -> str:
     return " or ".join(_WORD.findall(query))
 
 
-async def bm25_leg(pool: asyncpg.Pool, query: str, filters: SearchFilters, limit: int) -> list[MemoryHit]:
-    text = websearch_query(query)
-    if not text.strip():
-        return []
-    where, params = filters.sql(3)
-    rows = await pool.fetch(
-        f"""SELECT s.session_id, s.segment_id, s.speaker, s.text, s.ts,
-                   ts_rank(s.text_tsv, q, 1) AS rank
-            FROM segments s, websearch_to_tsquery('english', $1) q
-            WHERE s.text_tsv @@ q AND {where}
-            ORDER BY rank DESC, s.ts DESC
-            LIMIT $2""",
-        text, limit, *params,
+def weighted_words(query: str) -> tuple[list[str], list[float]]:
+    """The question's words, each with its boost: ``NAME_BOOST`` for a capitalised word that
+    does not start a sentence (or is written in capitals), else 1."""
+    words, boosts = [], []
+    for m in _WORD.finditer(query):
+        word = m.group()
+        starts = bool(_SENTENCE_START.search(query[: m.start()]))
+        name = word[:1].isupper() and (not starts or (len(word) > 1 and word.isupper()))
+        words.append(word)
+        boosts.append(NAME_BOOST if name else 1.0)
+    return words, boosts
+
+
+_WEIGHTED = """
+    WITH st AS (
+        SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs
+        FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'segments' AND attname = 'text_tsv'
+        LIMIT 1
+    ),
+    terms AS (
+        SELECT v.lexeme, max(x.boost) AS boost
+        FROM unnest($1::text[], $2::float8[]) AS x(word, boost),
+             unnest(to_tsvector('english', x.word)) AS v
+        GROUP BY v.lexeme
+    ),
+    weighted AS (
+        SELECT t.lexeme, quote_literal(t.lexeme)::tsquery AS q,
+               t.boost * ln(1 + (1 - f.freq) / f.freq) AS weight, f.freq
+        FROM terms t LEFT JOIN st ON true,
+             LATERAL (SELECT least(greatest(coalesce(
+                 st.freqs[array_position(st.elems, t.lexeme)],
+                 st.freqs[array_length(st.elems, 1) + 1] / 2,
+                 $3::float8), 1e-6), 0.999) AS freq) f
+    ),
+    selecting AS (
+        SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS q FROM weighted
+        WHERE freq < $4 OR NOT EXISTS (SELECT 1 FROM weighted WHERE freq < $4)
     )
+    SELECT s.session_id, s.segment_id, s.speaker, s.text, s.ts,
+           (SELECT sum(w.weight) FROM weighted w WHERE s.text_tsv @@ w.q)
+             + 0.01 * ts_rank(s.text_tsv, sel.q, 1) AS rank
+    FROM segments s, selecting sel
+    WHERE sel.q IS NOT NULL AND s.text_tsv @@ sel.q AND {where}
+    ORDER BY rank DESC, s.ts DESC
+    LIMIT $5"""
+
+_WEBSEARCH = """
+    SELECT s.session_id, s.segment_id, s.speaker, s.text, s.ts, ts_rank(s.text_tsv, q, 1) AS rank
+    FROM segments s, websearch_to_tsquery('english', $1) q
+    WHERE s.text_tsv @@ q AND {where}
+    ORDER BY rank DESC, s.ts DESC
+    LIMIT $2"""
+
+
+async def bm25_leg(pool: asyncpg.Pool, query: str, filters: SearchFilters, limit: int) -> list[MemoryHit]:
+    if _OPERATOR.search(query):
+        where, params = filters.sql(3)
+        rows = await pool.fetch(_WEBSEARCH.format(where=where), query, limit, *params)
+    else:
+        words, boosts = weighted_words(query)
+        if not words:
+            return []
+        where, params = filters.sql(6)
+        rows = await pool.fetch(_WEIGHTED.format(where=where), words, boosts, UNSEEN_FREQ, COMMON_FREQ, limit,
+                                *params)
     return [
         MemoryHit(
             kind="segment", id=f"{r['session_id']}/{r['segment_id']}", text=r["text"], speaker=r["speaker"],

@@ -1,9 +1,19 @@
-"""The graph leg: entities named in the query, one hop through active edges, to segments.
+"""The graph leg: entities named in the query, their facts, and the turns that evidence them.
 
 Entities are matched by exact normalised name and by trigram similarity (pg_trgm) with
-the query's word n-grams. Each matched entity, and each neighbour one active edge away
-(confidence >= 0.5), lends weight to the segments that mention it; the facts on those
-edges are returned as hits of their own. With no entities yet it returns nothing.
+the query's word n-grams, leaving out the owner ("me") and the conversation's own
+participants (an entity whose name is a speaker of the user's segments): they are in
+nearly every turn, so their name says nothing about which turn is wanted. For each
+matched entity the leg returns, best first:
+
+- the turns that evidence an active fact about it (``edges.source_segment``, confidence
+  >= 0.5), weighted by the match and the fact's confidence;
+- the turns that mention it, at ``MENTION_DISCOUNT`` of the match weight;
+- the facts themselves, as hits of their own.
+
+Neighbours one edge away lend nothing: a fact reaches the results through its own
+evidence turn, not through every mention of the entity at its other end. With no
+entities yet it returns nothing.
 """
 
 from __future__ import annotations
@@ -16,54 +26,54 @@ from memory.retrieval.types import Leg, LegScore, MemoryHit
 
 TRIGRAM_MIN = 0.6
 EDGE_CONFIDENCE_MIN = 0.5
-HOP_DISCOUNT = 0.5
+MENTION_DISCOUNT = 0.5
+OWNER_NAMES = ["", "me", "i", "user", "owner", "myself"]
 STOP = frozenset({"i", "me", "my", "you", "your", "we", "the", "a", "an", "and", "or", "of", "to", "in",
                   "on", "at", "is", "was", "what", "when", "where", "who", "how", "did", "do", "does"})
+
+# The entities a query names: not the owner, not a participant (a speaker of the user's segments).
+_MATCHED = """
+    SELECT DISTINCT ON (e.id) e.id, e.type,
+           CASE WHEN e.normalized_name = g.gram THEN 1.0 ELSE similarity(e.normalized_name, g.gram) END AS weight
+    FROM entities e JOIN unnest($1::text[]) AS g(gram)
+      ON e.normalized_name = g.gram
+      OR (e.normalized_name % g.gram AND similarity(e.normalized_name, g.gram) >= $2)
+    WHERE e.user_id = $3 AND e.normalized_name <> ALL($4::text[])
+      AND NOT EXISTS (SELECT 1 FROM segments sp
+                      WHERE sp.user_id = e.user_id AND sp.speaker IN (e.name, initcap(e.normalized_name)))
+    ORDER BY e.id, weight DESC"""
 
 
 async def graph_leg(pool: asyncpg.Pool, query: str, filters: SearchFilters, limit: int) -> list[MemoryHit]:
     grams = [g for g in ngrams(query) if g not in STOP and len(g) >= 2]
     if not grams:
         return []
-    where, params = filters.sql(5)
-    limit_param = 5 + len(params)
+    where, params = filters.sql(7)
+    limit_param = 7 + len(params)
     rows = await pool.fetch(
         f"""
-        WITH matched AS (
-            SELECT DISTINCT ON (e.id) e.id, e.type,
-                   CASE WHEN e.normalized_name = g.gram THEN 1.0
-                        ELSE similarity(e.normalized_name, g.gram) END AS weight
-            FROM entities e JOIN unnest($1::text[]) AS g(gram)
-              ON e.normalized_name = g.gram
-              OR (e.normalized_name % g.gram AND similarity(e.normalized_name, g.gram) >= $2)
-            WHERE e.user_id = $3
-            ORDER BY e.id, weight DESC
-        ),
-        neighbours AS (
-            SELECT CASE WHEN ed.subject_id = m.id THEN ed.object_id ELSE ed.subject_id END AS id,
-                   n.type, max(m.weight * ed.confidence * $4) AS weight
+        WITH matched AS ({_MATCHED}),
+        evidence AS (
+            SELECT ed.source_session AS session_id, ed.source_segment AS segment_id, m.type,
+                   m.weight * ed.confidence AS weight
             FROM matched m
             JOIN edges ed ON (ed.subject_id = m.id OR ed.object_id = m.id)
-                         AND ed.valid_to IS NULL AND ed.confidence >= {EDGE_CONFIDENCE_MIN}
-            JOIN entities n ON n.id = CASE WHEN ed.subject_id = m.id THEN ed.object_id ELSE ed.subject_id END
-            GROUP BY 1, 2
-        ),
-        weighted AS (
-            SELECT id, type, max(weight) AS weight FROM (
-                SELECT id, type, weight FROM matched UNION ALL SELECT id, type, weight FROM neighbours
-            ) u GROUP BY id, type
+                         AND ed.valid_to IS NULL AND ed.confidence >= $5
+            WHERE ed.source_segment IS NOT NULL
+            UNION ALL
+            SELECT em.session_id, em.segment_id, m.type, m.weight * $6 AS weight
+            FROM matched m JOIN entity_mentions em ON em.entity_id = m.id
         )
         SELECT s.session_id, s.segment_id, s.speaker, s.text, s.ts,
-               sum(w.weight) AS score,
-               (array_agg(w.type ORDER BY w.weight DESC))[1] AS entity_type
-        FROM weighted w
-        JOIN entity_mentions em ON em.entity_id = w.id
-        JOIN segments s ON s.session_id = em.session_id AND s.segment_id = em.segment_id
+               sum(ev.weight) AS score,
+               (array_agg(ev.type ORDER BY ev.weight DESC))[1] AS entity_type
+        FROM evidence ev
+        JOIN segments s ON s.session_id = ev.session_id AND s.segment_id = ev.segment_id
         WHERE {where}
         GROUP BY s.session_id, s.segment_id, s.speaker, s.text, s.ts
         ORDER BY score DESC, s.ts DESC
         LIMIT ${limit_param}""",
-        grams, TRIGRAM_MIN, filters.user_id, HOP_DISCOUNT, *params, limit,
+        grams, TRIGRAM_MIN, filters.user_id, OWNER_NAMES, EDGE_CONFIDENCE_MIN, MENTION_DISCOUNT, *params, limit,
     )
     hits = [
         MemoryHit(
@@ -84,23 +94,17 @@ async def graph_leg(pool: asyncpg.Pool, query: str, filters: SearchFilters, limi
 async def _facts(pool: asyncpg.Pool, grams: list[str], filters: SearchFilters, limit: int) -> list[MemoryHit]:
     """Active facts about the named entities, as hits of their own."""
     rows = await pool.fetch(
-        """SELECT ed.id, ed.fact, ed.valid_from, ed.confidence, ed.source_session,
-                  max(CASE WHEN e.normalized_name = g.gram THEN 1.0
-                           ELSE similarity(e.normalized_name, g.gram) END) AS weight
-           FROM entities e
-           JOIN unnest($1::text[]) AS g(gram)
-             ON e.normalized_name = g.gram
-             OR (e.normalized_name % g.gram AND similarity(e.normalized_name, g.gram) >= $2)
-           JOIN edges ed ON (ed.subject_id = e.id OR ed.object_id = e.id) AND ed.valid_to IS NULL
-                        AND ed.confidence >= $4
-           WHERE e.user_id = $3
-             AND ($5::timestamptz IS NULL OR ed.valid_from >= $5)
-             AND ($6::timestamptz IS NULL OR ed.valid_from < $6)
+        f"""WITH matched AS ({_MATCHED})
+           SELECT ed.id, ed.fact, ed.valid_from, ed.confidence, ed.source_session, max(m.weight) AS weight
+           FROM matched m
+           JOIN edges ed ON (ed.subject_id = m.id OR ed.object_id = m.id) AND ed.valid_to IS NULL
+                        AND ed.confidence >= $5
+           WHERE ($6::timestamptz IS NULL OR ed.valid_from >= $6)
+             AND ($7::timestamptz IS NULL OR ed.valid_from < $7)
            GROUP BY ed.id
-           ORDER BY max(CASE WHEN e.normalized_name = g.gram THEN 1.0
-                             ELSE similarity(e.normalized_name, g.gram) END) * ed.confidence DESC, ed.id
-           LIMIT $7""",
-        grams, TRIGRAM_MIN, filters.user_id, EDGE_CONFIDENCE_MIN, filters.start, filters.end, limit,
+           ORDER BY max(m.weight) * ed.confidence DESC, ed.id
+           LIMIT $8""",
+        grams, TRIGRAM_MIN, filters.user_id, OWNER_NAMES, EDGE_CONFIDENCE_MIN, filters.start, filters.end, limit,
     )
     return [
         MemoryHit(

@@ -1,4 +1,12 @@
-"""Named search recipes: which legs run and how results are fused and re-ranked."""
+"""Named search recipes: which legs run, with what weight, and how results are re-ranked.
+
+Recency is a bounded tie-breaker: a hit keeps ``1 - weight`` of its fused score whatever
+its age, and only the rest decays (``score * (1 - weight + weight * 2^(-age / half_life))``),
+so a months-old strong match is not buried under this week's weak one. A question that
+asks for recent things ("lately", "this morning") uses the stronger ``recent_weight``.
+A time the question names ("yesterday", "last May", "in 2023") reruns each leg inside
+that window and fuses both runs, so what lies inside the window rises.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +23,11 @@ class DecayConfig:
     half_life_days: float = 30.0
     evergreen_floor: float = 0.3
     evergreen_types: frozenset[str] = EVERGREEN_TYPES
+    # The share of a hit's score that recency decides (1.0 = a plain multiplier). Kept below
+    # the gap between adjacent top ranks in fusion (1/61 vs 1/62 = 1.6 %), so age reorders
+    # only hits the legs rank as near-equal.
+    weight: float = 0.015
+    recent_weight: float = 0.7  # the same, when the question asks for recent things
 
 
 @dataclass(frozen=True)
@@ -31,9 +44,15 @@ class SearchRecipe:
     rrf_k: int = 60
     decay: DecayConfig | None = DecayConfig()
     mmr: MMRConfig | None = MMRConfig()
+    leg_weights: tuple[tuple[Leg, float], ...] = ()  # a leg not listed weighs 1.0
+    time_aware: bool = True  # read dates and relative times in the question (see time_hints)
+    window_weight: float = 1.0  # the weight of a leg's rerun inside the question's time window
 
     def with_(self, **changes) -> SearchRecipe:
         return replace(self, **changes)
+
+    def weight(self, leg: Leg) -> float:
+        return dict(self.leg_weights).get(leg, 1.0)
 
 
 class RecipeName(StrEnum):
@@ -44,8 +63,13 @@ class RecipeName(StrEnum):
     GRAPH = "graph"
 
 
+# The graph leg's segments are those evidencing a fact about a named entity; it is a
+# supporting leg, weighed below the two that read every segment.
+GRAPH_WEIGHT = 0.5
+
 RECIPES: dict[RecipeName, SearchRecipe] = {
-    RecipeName.HYBRID: SearchRecipe("hybrid", (Leg.BM25, Leg.VECTOR, Leg.GRAPH)),
+    RecipeName.HYBRID: SearchRecipe("hybrid", (Leg.BM25, Leg.VECTOR, Leg.GRAPH),
+                                    leg_weights=((Leg.GRAPH, GRAPH_WEIGHT),)),
     RecipeName.HYBRID_NO_GRAPH: SearchRecipe("hybrid_no_graph", (Leg.BM25, Leg.VECTOR)),
     RecipeName.BM25: SearchRecipe("bm25", (Leg.BM25,)),
     RecipeName.VECTOR: SearchRecipe("vector", (Leg.VECTOR,)),

@@ -1,4 +1,4 @@
-"""After fusion: temporal decay, then maximal marginal relevance for diversity."""
+"""After fusion: bounded temporal decay, then maximal marginal relevance for diversity."""
 
 from __future__ import annotations
 
@@ -20,9 +20,17 @@ def decay_factor(timestamp: datetime, now: datetime, entity_type: str | None, co
     return factor
 
 
-def apply_decay(hits: list[MemoryHit], now: datetime, config: DecayConfig) -> list[MemoryHit]:
+def recency_multiplier(decay: float, weight: float) -> float:
+    """``1 - weight + weight * decay``: at most ``weight`` of a score is lost to age."""
+    return 1.0 - weight + weight * decay
+
+
+def apply_decay(hits: list[MemoryHit], now: datetime, config: DecayConfig, *, recent: bool = False) -> list[MemoryHit]:
+    """Scale each hit by its recency multiplier (``recent_weight`` when the question asks for
+    recent things, else ``weight``), best first."""
+    weight = config.recent_weight if recent else config.weight
     for hit in hits:
-        hit.score *= decay_factor(hit.timestamp, now, hit.entity_type, config)
+        hit.score *= recency_multiplier(decay_factor(hit.timestamp, now, hit.entity_type, config), weight)
     return sorted(hits, key=lambda h: (-h.score, h.id))
 
 

@@ -1,6 +1,10 @@
-"""Run a recipe: legs concurrently, RRF, temporal decay, MMR.
+"""Run a recipe: legs concurrently, weighted RRF, bounded temporal decay, MMR.
 
-A leg that fails (the vector index down, the embedding model not loaded yet) is
+The question is first read for time (:mod:`memory.retrieval.time_hints`): its time
+phrases are taken out of the searched text, a window it names reruns every leg inside
+that window (both runs fused, so hits inside the window rise without hiding the rest),
+and "lately"-type questions get strong recency. An explicit filter window from the
+caller replaces the question's. A leg that fails (the vector index down, the embedding model not loaded yet) is
 logged and contributes nothing; the others still answer.
 """
 
@@ -9,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import asyncpg
@@ -20,8 +24,9 @@ from memory.retrieval.fusion import rrf
 from memory.retrieval.graph_leg import graph_leg
 from memory.retrieval.recipes import SearchRecipe
 from memory.retrieval.rerank import apply_decay, mmr
+from memory.retrieval.time_hints import TimeHint, parse_time
 from memory.retrieval.types import Leg, MemoryHit
-from memory.retrieval.vector_leg import vector_leg
+from memory.retrieval.vector_leg import embed_query, vector_leg
 from memory.vectors import VectorIndex
 from models.embed import Embedder
 
@@ -35,14 +40,30 @@ class SearchDeps:
     embedder: Callable[[], Awaitable[Embedder]]
 
 
-async def _run_leg(leg: Leg, deps: SearchDeps, query: str, filters: SearchFilters, limit: int) -> list[MemoryHit]:
+class _QueryVector:
+    """The query's embedding, computed once and shared by every run of the vector leg."""
+
+    def __init__(self, deps: SearchDeps, query: str) -> None:
+        self._deps, self._query, self._task = deps, query, None
+
+    async def get(self) -> list[float]:
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._embed())
+        return await asyncio.shield(self._task)
+
+    async def _embed(self) -> list[float]:
+        return await embed_query(await self._deps.embedder(), self._query)
+
+
+async def _run_leg(leg: Leg, deps: SearchDeps, query: str, filters: SearchFilters, limit: int,
+                   vector: _QueryVector) -> list[MemoryHit]:
     if leg is Leg.BM25:
         return await bm25_leg(deps.pool, query, filters, limit)
     if leg is Leg.GRAPH:
         return await graph_leg(deps.pool, query, filters, limit)
     if deps.vectors is None:
         raise RuntimeError("no vector index")
-    return await vector_leg(deps.vectors, await deps.embedder(), query, filters, limit)
+    return await vector_leg(deps.vectors, await vector.get(), filters, limit)
 
 
 async def _mark_evergreen(pool: asyncpg.Pool, hits: list[MemoryHit], types: frozenset[str]) -> None:
@@ -73,19 +94,25 @@ async def search(
     now: datetime,
     limit: int = 10,
 ) -> list[MemoryHit]:
+    hint = parse_time(query, now) if recipe.time_aware else TimeHint(query=query)
+    runs = [(leg, filters, recipe.weight(leg)) for leg in recipe.legs]
+    if hint.window is not None and filters.start is None and filters.end is None:
+        windowed = replace(filters, start=hint.start, end=hint.end)
+        runs += [(leg, windowed, recipe.weight(leg) * recipe.window_weight) for leg in recipe.legs]
+    vector = _QueryVector(deps, hint.query)
     results = await asyncio.gather(
-        *(_run_leg(leg, deps, query, filters, recipe.leg_limit) for leg in recipe.legs), return_exceptions=True
+        *(_run_leg(leg, deps, hint.query, f, recipe.leg_limit, vector) for leg, f, _ in runs), return_exceptions=True
     )
-    ranked: dict[Leg, list[MemoryHit]] = {}
-    for leg, result in zip(recipe.legs, results, strict=True):
+    ranked = []
+    for (leg, _, weight), result in zip(runs, results, strict=True):
         if isinstance(result, BaseException):
             log.warning("search: the %s leg failed (%s: %s); using the others", leg, type(result).__name__, result)
             continue
-        ranked[leg] = result
+        ranked.append((leg, result, weight))
     hits = rrf(ranked, recipe.rrf_k)
     if recipe.decay is not None:
         await _mark_evergreen(deps.pool, hits[: max(limit * 4, 40)], recipe.decay.evergreen_types)
-        hits = apply_decay(hits, now, recipe.decay)
+        hits = apply_decay(hits, now, recipe.decay, recent=hint.recency)
     if recipe.mmr is not None:
         return mmr(hits, limit, recipe.mmr)
     return hits[:limit]

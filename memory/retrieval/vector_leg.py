@@ -11,10 +11,15 @@ from memory.vectors import VectorIndex
 from models.embed import Embedder
 
 
-async def vector_leg(
-    vectors: VectorIndex, embedder: Embedder, query: str, filters: SearchFilters, limit: int
-) -> list[MemoryHit]:
+async def embed_query(embedder: Embedder, query: str) -> list[float]:
     [vector] = await asyncio.to_thread(embedder.embed, [query])
+    return vector
+
+
+async def vector_leg(
+    vectors: VectorIndex, vector: list[float], filters: SearchFilters, limit: int
+) -> list[MemoryHit]:
+    """The nearest segments to an embedded query (embedded once per search, however many runs)."""
     hits = await vectors.search(vector, limit, filters.vector_filter())
     out = []
     for rank, hit in enumerate(hits, start=1):

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from memory.retrieval.bm25 import NAME_BOOST, weighted_words
 from memory.retrieval.fusion import rrf
 from memory.retrieval.recipes import DecayConfig, MMRConfig, RecipeName
 from memory.retrieval.rerank import apply_decay, decay_factor, jaccard, mmr, words
@@ -39,9 +40,19 @@ def test_decay_halves_every_30_days_with_an_evergreen_floor():
     assert decay_factor(NOW - timedelta(days=90), NOW, None, config) == pytest.approx(0.125)
     assert decay_factor(NOW - timedelta(days=90), NOW, "person", config) == pytest.approx(0.3)
     assert decay_factor(NOW - timedelta(days=10), NOW, "place", config) == pytest.approx(2 ** (-1 / 3))
+
+
+def test_recency_is_a_bounded_tie_breaker():
+    config = DecayConfig(weight=0.1, recent_weight=0.7)
     ranked = apply_decay([hit("old", score=1.0, days_old=60), hit("new", score=0.6)], NOW, config)
-    assert [h.id for h in ranked] == ["new", "old"]
-    assert ranked[1].score == pytest.approx(0.25)
+    assert [h.id for h in ranked] == ["old", "new"]  # age costs at most a tenth of the score
+    assert ranked[0].score == pytest.approx(0.9 + 0.1 * 0.25)
+    tie = apply_decay([hit("old", score=1.0, days_old=60), hit("new", score=1.0)], NOW, config)
+    assert [h.id for h in tie] == ["new", "old"]  # equal relevance: the recent one first
+    lately = apply_decay([hit("old", score=1.0, days_old=60), hit("new", score=0.6)], NOW, config, recent=True)
+    assert [h.id for h in lately] == ["new", "old"]  # "lately": recency decides more
+    plain = apply_decay([hit("old", score=1.0, days_old=60), hit("new", score=0.6)], NOW, DecayConfig(weight=1.0))
+    assert [h.id for h in plain] == ["new", "old"] and plain[1].score == pytest.approx(0.25)
 
 
 def test_mmr_prefers_diverse_results():
@@ -131,13 +142,39 @@ async def test_graph_leg_expands_named_entities_one_hop(ingested, pool):
             "INSERT INTO entity_mentions (entity_id, session_id, segment_id, mentioned_at) VALUES ($1, 'conv', $2, $3)",
             eid, seg, T0)
     await pool.execute(
-        """INSERT INTO edges (subject_id, predicate, object_id, fact, confidence, valid_from)
-           VALUES ($1, 'lives_in', $2, 'Priya lives in Lisbon', 0.9, $3)""", priya, lisbon, T0)
+        """INSERT INTO edges (subject_id, predicate, object_id, fact, confidence, valid_from, source_session,
+                              source_segment)
+           VALUES ($1, 'lives_in', $2, 'Priya lives in Lisbon', 0.9, $3, 'conv', 't1')""", priya, lisbon, T0)
     hits = await ingested.search(SearchRequest(query="what about Priyas city", recipe=RecipeName.GRAPH, now=T0))
     ids = [h.id for h in hits]
+    assert ids[0] == "conv/t1"  # the turn evidencing Priya's fact, then her other mention
     assert set(ids) >= {"conv/t1", "conv/t4"} and "conv/t2" not in ids
     assert any(h.kind == "fact" and h.text == "Priya lives in Lisbon" for h in hits)
     assert all(h.entity_type in {"person", "place", "relationship"} for h in hits)
-    # the hop: asking about Lisbon reaches Priya's other segment through the edge
-    via_hop = await ingested.search(SearchRequest(query="Lisbon", recipe=RecipeName.GRAPH, now=T0))
-    assert "conv/t4" in [h.id for h in via_hop]
+    # asking about Lisbon gives the fact and its evidence turn, not every mention of Priya
+    lisbon_hits = await ingested.search(SearchRequest(query="Lisbon", recipe=RecipeName.GRAPH, now=T0))
+    assert [h.id for h in lisbon_hits if h.kind == "segment"] == ["conv/t1"]
+    assert any(h.kind == "fact" for h in lisbon_hits)
+
+
+def test_names_inside_a_question_weigh_more():
+    words_, boosts = weighted_words("What did Sam say about the tiles from Porto? Tell me about LGBTQ events.")
+    weight = dict(zip(words_, boosts, strict=True))
+    assert weight["Sam"] == weight["Porto"] == weight["LGBTQ"] == NAME_BOOST
+    # a capital that only starts a sentence is no name
+    assert weight["What"] == weight["Tell"] == weight["tiles"] == weight["events"] == 1.0
+
+
+async def test_bm25_ors_the_words_and_rare_words_weigh_most(memory, pool):
+    chatter = [(f"c{i}", "Me", f"Sam called again about dinner number {i}.", i * 4, i * 4 + 3) for i in range(60)]
+    turns = [*chatter, ("k1", "Me", "Sam mentioned the kitchen tiles.", 400, 403),
+             ("k2", "Me", "The kitchen tiles arrived from Porto.", 404, 407)]
+    write(memory.settings.transcripts_dir, payload("talk", turns, started=T0))
+    await memory.ingest_session("talk")
+    await pool.execute("ANALYZE segments")  # what autovacuum does on a live database
+    hits = await memory.search(SearchRequest(query="What did Sam say about the tiles from Porto?", now=T0,
+                                             recipe=RecipeName.BM25))
+    # no segment holds every word; the rare ones (Porto, tiles) decide; "Sam", in over 5 % of
+    # the segments, adds to a score but selects nothing alone
+    assert [h.id for h in hits[:2]] == ["talk/k2", "talk/k1"]
+    assert len(hits) == 2

@@ -6,7 +6,7 @@ import asyncio
 import logging
 
 from memory.capture import capture_path
-from tests.memory.conftest import payload, write, write_raw
+from tests.memory.conftest import T0, payload, write, write_raw
 
 
 async def _texts(pool, session_id):
@@ -63,7 +63,7 @@ async def test_malformed_lines_are_logged_and_skipped(memory, pool, caplog):
     path = write(t, payload("s5", [("a", "A", "before", 0, 1)]))
     write_raw(path, "{not json")
     write_raw(path, {"session_id": "../evil", "session_started_at": 0, "segments": []})
-    write_raw(path, {"session_id": "s5", "session_started_at": 0, "segments": [{"segment_id": "x", "text": "t", "start": 5, "end": 1}]})
+    write_raw(path, {"session_id": "s5", "session_started_at": T0.timestamp(), "segments": [{"segment_id": "x", "text": "t", "start": 5, "end": 1}]})
     write(t, payload("s5", [("b", "A", "after", 1, 2)]))
     with caplog.at_level(logging.WARNING, logger="memory.ingestion"):
         await memory.ingest_session("s5")
