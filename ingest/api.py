@@ -10,9 +10,13 @@
 
 from __future__ import annotations
 
+import logging
+import re
+import secrets
 import time
+from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Path, Query, Request
 from pydantic import BaseModel, Field, model_validator
 
 from ingest.audio import SUPPORTED_RATES, AudioError, decode_upload, pcm16_to_float, resample
@@ -27,9 +31,12 @@ from ingest.omi import (
 from ingest.service import IngestService, NotFound
 from memory.capture import valid_id
 
+log = logging.getLogger(__name__)
 omi_router = APIRouter(tags=["omi"])
 router = APIRouter(tags=["ingest"])
 MAX_ENROLL_BYTES = 20 * 1024 * 1024
+# ASCII digits only: str.isdigit() and int() also take other scripts' digits.
+_DIGITS = re.compile(r"[0-9]{1,12}")
 
 
 def _service(request: Request) -> IngestService:
@@ -39,7 +46,7 @@ def _service(request: Request) -> IngestService:
 async def _body(request: Request, limit: int) -> bytes:
     """The request body, refused with 413 as soon as it is known to exceed ``limit``."""
     declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
+    if declared and _DIGITS.fullmatch(declared) and int(declared) > limit:
         raise HTTPException(413, f"body of {declared} bytes is over the {limit} byte limit")
     chunks, size = [], 0
     async for chunk in request.stream():
@@ -58,16 +65,22 @@ async def _authorized_body(request: Request, uid: str | None) -> tuple[str, byte
         raise HTTPException(400, "missing the uid query parameter")
     if not valid_id(uid) or len(uid) > 64:
         raise HTTPException(400, "uid must be 1-64 letters, digits, '_' or '-'")
-    if uid not in settings.omi_devices:
-        raise HTTPException(403, f"unknown device uid {uid!r}: add it to ANNIE_OMI_DEVICES")
+    known = uid in settings.omi_devices
     body = await _body(request, settings.omi_max_body_bytes)
+    # An unknown uid is answered exactly like a wrong credential, so the answer never
+    # tells which devices exist; the log says it for the owner.
     try:
         if settings.omi_webhook_secret:
             verify_signature(settings.omi_webhook_secret, request.headers.get(SIGNATURE_HEADER), uid, body,
                              time.time(), settings.omi_signature_tolerance_s)
+            if not known:
+                raise OmiError(401, "wrong signature")
         else:
-            check_device_secret(settings.omi_devices[uid], request.query_params.get("secret"))
+            check_device_secret(settings.omi_devices.get(uid) or secrets.token_hex(16),
+                                request.query_params.get("secret"))
     except OmiError as exc:
+        if not known:
+            log.warning("Omi request for unknown device uid %r refused: add it to ANNIE_OMI_DEVICES", uid)
         raise HTTPException(exc.status, str(exc)) from exc
     return uid, body
 
@@ -79,7 +92,7 @@ async def omi_audio(request: Request, uid: str | None = None, sample_rate: str |
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "application/octet-stream":
         raise HTTPException(415, f"content type must be application/octet-stream (raw PCM16), not {kind or 'none'!r}")
-    if sample_rate is None or not sample_rate.isdigit() or int(sample_rate) not in SUPPORTED_RATES:
+    if sample_rate is None or not _DIGITS.fullmatch(sample_rate) or int(sample_rate) not in SUPPORTED_RATES:
         raise HTTPException(400, f"unsupported sample_rate {sample_rate!r}: use one of {SUPPORTED_RATES}")
     if not body:
         raise HTTPException(400, "empty body: send PCM16 audio")
@@ -126,7 +139,8 @@ async def omi_conversation(request: Request, uid: str | None = None) -> dict:
 
 
 @router.post("/v1/enroll")
-async def enroll(request: Request, name: str, sample_rate: int | None = None) -> dict:
+async def enroll(request: Request, name: Annotated[str, Query(min_length=1, max_length=64)],
+                 sample_rate: Annotated[int | None, Query(ge=1, le=192_000)] = None) -> dict:
     """Add a voice sample for ``name`` (WAV/FLAC file, or raw PCM16 with ``sample_rate``)."""
     body = await _body(request, MAX_ENROLL_BYTES)
     try:
@@ -160,14 +174,14 @@ async def forget_all(request: Request) -> dict:
 
 
 class EmotionCorrection(BaseModel):
-    label: str = Field(min_length=1, max_length=40)
-    score: float = Field(default=1.0, ge=0, le=1)
+    label: str = Field(min_length=1, max_length=40, pattern=r"^[^\x00-\x1f\x7f]+$")
+    score: float = Field(default=1.0, ge=0, le=1, allow_inf_nan=False)
 
 
 class Feedback(BaseModel):
-    session_id: str
+    session_id: str = Field(max_length=128)
     segment_id: str = Field(min_length=1, max_length=256)
-    speaker: str | None = None
+    speaker: str | None = Field(default=None, max_length=64)
     emotion: EmotionCorrection | None = None
 
     @model_validator(mode="after")
@@ -199,7 +213,7 @@ async def feedback(request: Request, body: Feedback) -> dict:
 
 
 @router.get("/v1/session/{session_id}")
-async def session_status(request: Request, session_id: str) -> dict:
+async def session_status(request: Request, session_id: Annotated[str, Path(max_length=128)]) -> dict:
     try:
         return _service(request).status(_session_id(session_id))
     except NotFound as exc:

@@ -1,4 +1,9 @@
-"""Audio in: PCM16 decoding, WAV decoding and resampling to the 16 kHz mono the models use."""
+"""Audio in: PCM16 decoding, WAV decoding and resampling to the 16 kHz mono the models use.
+
+An uploaded file is checked from its header before it is decoded: its sample rate must
+be one of :data:`FILE_RATES` and its length at most ``max_seconds``, so a header that
+lies (1 Hz, 8 Hz) cannot make a small body decode into minutes of audio.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,9 @@ import numpy as np
 
 SAMPLE_RATE = 16000
 SUPPORTED_RATES = (8000, 16000)
+FILE_RATES = (8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000)
+MAX_UPLOAD_S = 300.0
+MAX_CHANNELS = 8
 
 
 class AudioError(ValueError):
@@ -35,7 +43,8 @@ def resample(audio: np.ndarray, rate: int, target: int = SAMPLE_RATE) -> np.ndar
     return soxr.resample(np.asarray(audio, dtype=np.float32), rate, target).astype(np.float32)
 
 
-def decode_upload(data: bytes, content_type: str, sample_rate: int | None) -> np.ndarray:
+def decode_upload(data: bytes, content_type: str, sample_rate: int | None,
+                  max_seconds: float = MAX_UPLOAD_S) -> np.ndarray:
     """An uploaded clip (WAV/FLAC file, or raw PCM16 with ``sample_rate``) as 16 kHz mono float32."""
     kind = content_type.split(";")[0].strip().lower()
     if kind == "application/octet-stream":
@@ -43,12 +52,24 @@ def decode_upload(data: bytes, content_type: str, sample_rate: int | None) -> np
             raise AudioError("raw PCM16 needs the sample_rate query parameter")
         if sample_rate not in SUPPORTED_RATES:
             raise AudioError(f"unsupported sample rate {sample_rate}: use one of {SUPPORTED_RATES}")
+        if len(data) / 2 > max_seconds * sample_rate:
+            raise AudioError(f"the upload holds {len(data) / 2 / sample_rate:.0f} s of audio: at most {max_seconds:.0f} s")
         return resample(pcm16_to_float(data), sample_rate)
     if kind in ("audio/wav", "audio/x-wav", "audio/wave", "audio/flac", "audio/x-flac"):
         import soundfile
 
         try:
-            audio, rate = soundfile.read(io.BytesIO(data), dtype="float32", always_2d=True)
+            info = soundfile.info(io.BytesIO(data))
+        except Exception as exc:  # soundfile raises several types for bad files
+            raise AudioError(f"cannot decode the audio file: {exc}") from exc
+        if info.samplerate not in FILE_RATES:
+            raise AudioError(f"unsupported sample rate {info.samplerate} Hz in the file: use one of {FILE_RATES}")
+        if not 1 <= info.channels <= MAX_CHANNELS:
+            raise AudioError(f"the file has {info.channels} channels: at most {MAX_CHANNELS}")
+        if info.frames > max_seconds * info.samplerate:
+            raise AudioError(f"the file holds {info.frames / info.samplerate:.0f} s of audio: at most {max_seconds:.0f} s")
+        try:
+            audio, rate = soundfile.read(io.BytesIO(data), dtype="float32", always_2d=True, frames=info.frames)
         except Exception as exc:  # soundfile raises several types for bad files
             raise AudioError(f"cannot decode the audio file: {exc}") from exc
         return resample(audio.mean(axis=1), rate)

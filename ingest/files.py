@@ -1,4 +1,4 @@
-"""Small durable-file helpers: atomic JSON replace with fsync of the file and its folder."""
+"""Small durable-file helpers: atomic JSON replace (0600) with fsync of the file and its folder."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ def fsync_dir(path: Path) -> None:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Replace ``path`` with ``data`` as JSON; a crash leaves the old or the new file, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w") as out:
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
         json.dump(data, out)
         out.flush()
         os.fsync(out.fileno())

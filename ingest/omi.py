@@ -4,6 +4,11 @@ The app posts raw PCM16 audio, real-time transcript segments (an object with
 ``segments`` or a bare array) and the finished conversation. A request is signed with
 ``X-Omi-Signature: t=<unix>,v1=<hex>`` = HMAC-SHA256(secret, "<t>.<uid>." + body) when
 a webhook secret is configured; otherwise it carries the device's secret in the URL.
+
+A body is refused (422, 413 for too many items) before anything is stored when it
+could not be stored and indexed: JSON nested deeper than :data:`MAX_JSON_DEPTH`,
+non-finite or out-of-range times, dates outside the memory's window, text that is not
+valid Unicode. Control characters in text are removed (see :mod:`memory.capture`).
 """
 
 from __future__ import annotations
@@ -15,9 +20,14 @@ import secrets
 from datetime import datetime
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from memory.capture import EARLIEST, LATEST, MAX_OFFSET_S, MAX_TEXT_CHARS, clean_text, in_window
 
 SIGNATURE_HEADER = "X-Omi-Signature"
+MAX_JSON_DEPTH = 32
+MAX_SEGMENTS = 100_000
+MAX_LIST_ITEMS = 1000
 
 
 class OmiError(ValueError):
@@ -28,17 +38,27 @@ class OmiError(ValueError):
         self.status = status
 
 
+def _clean(value: object) -> object:
+    return clean_text(value) if isinstance(value, str) else value
+
+
 class OmiSegment(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
-    id: str | None = None
-    text: str
-    speaker: str | None = None
-    speaker_id: int | None = Field(default=None, validation_alias=AliasChoices("speaker_id", "speakerId"))
+    id: str | None = Field(default=None, max_length=200)
+    text: str = Field(max_length=MAX_TEXT_CHARS)
+    speaker: str | None = Field(default=None, max_length=200)
+    speaker_id: int | None = Field(default=None, ge=0, le=10_000,
+                                   validation_alias=AliasChoices("speaker_id", "speakerId"))
     is_user: bool = False
-    person_id: str | None = None
-    start: float = Field(ge=0)
-    end: float = Field(ge=0)
+    person_id: str | None = Field(default=None, max_length=200)
+    start: float = Field(ge=0, le=MAX_OFFSET_S, allow_inf_nan=False)
+    end: float = Field(ge=0, le=MAX_OFFSET_S, allow_inf_nan=False)
+
+    @field_validator("id", "text", "speaker", "person_id", mode="before")
+    @classmethod
+    def _clean_strings(cls, value: object) -> object:
+        return _clean(value)
 
 
 class ActionItem(BaseModel):
@@ -52,24 +72,59 @@ class Structured(BaseModel):
     title: str = ""
     overview: str = ""
     category: str = ""
-    action_items: list[ActionItem] = Field(default_factory=list)
-    events: list[dict[str, Any]] = Field(default_factory=list)
+    action_items: list[ActionItem] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    events: list[dict[str, Any]] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
 
 
 class Conversation(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    id: str | None = None
+    id: str | None = Field(default=None, max_length=128)
     started_at: datetime | None = None
     finished_at: datetime | None = None
     transcript_segments: list[OmiSegment] = Field(default_factory=list)
     structured: Structured = Field(default_factory=Structured)
 
+    @field_validator("started_at", "finished_at")
+    @classmethod
+    def _in_window(cls, value: datetime | None) -> datetime | None:
+        if value is not None and not in_window(value):
+            raise ValueError(f"must be between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d}")
+        return value
+
+
+def _depth(data: Any) -> int:
+    """How deeply ``data`` nests lists and objects (iterative: no recursion limit)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_JSON_DEPTH:
+            return deepest
+        stack.extend((child, level + 1) for child in children if isinstance(child, dict | list))
+    return deepest
+
 
 def _json(body: bytes) -> Any:
     try:
-        return json.loads(body)
+        data = json.loads(body)
+    except RecursionError:
+        raise OmiError(422, f"JSON nests deeper than {MAX_JSON_DEPTH} levels") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise OmiError(400, f"body is not JSON: {exc}") from exc
+    if _depth(data) > MAX_JSON_DEPTH:
+        raise OmiError(422, f"JSON nests deeper than {MAX_JSON_DEPTH} levels")
+    return data
+
+
+def _segment_count(items: list) -> None:
+    if len(items) > MAX_SEGMENTS:
+        raise OmiError(413, f"{len(items)} segments in one request: send at most {MAX_SEGMENTS}")
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -91,6 +146,7 @@ def parse_transcript(body: bytes) -> tuple[str | None, list[OmiSegment]]:
             raise OmiError(422, "the transcript object has no 'segments' list")
     if not isinstance(data, list):
         raise OmiError(422, "expected an array of segments or an object with 'segments'")
+    _segment_count(data)
     try:
         segments = [OmiSegment.model_validate(item) for item in data]
     except ValidationError as exc:
@@ -105,6 +161,8 @@ def parse_conversation(body: bytes) -> Conversation:
     data = _json(body)
     if not isinstance(data, dict):
         raise OmiError(422, "expected a conversation object")
+    if isinstance(data.get("transcript_segments"), list):
+        _segment_count(data["transcript_segments"])
     try:
         conversation = Conversation.model_validate(data)
     except ValidationError as exc:

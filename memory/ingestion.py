@@ -3,8 +3,12 @@
 Lines are applied in batches, each batch in one transaction together with the new
 offset, so a crash at any point leaves the store and the offset consistent: after a
 restart ingestion resumes after the last committed line, and since applying a line is
-idempotent, every segment ends up stored exactly once. A malformed line is logged with
-its file and line number and skipped.
+idempotent, every segment ends up stored exactly once.
+
+A line or segment that cannot be indexed never blocks the rest of its session: a
+malformed line, an invalid segment, or a line the database refuses (each line is
+applied under its own savepoint; a refused line is tried again segment by segment) is
+quarantined with its reason in the ``quarantine`` table and the log, and ingestion goes on.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 import asyncpg
 
 from memory import jobs
-from memory.capture import read_payloads
+from memory.capture import CapturePayload, ReadLine, read_payloads
 from memory.embedding import DELETE_VECTORS, EMBED
 from memory.extraction.job import ASSERTED_DEVICE, enqueue_extract
 from memory.store import apply_payload
@@ -36,6 +40,7 @@ class IngestReport:
     lines: int = 0
     applied: int = 0
     malformed: int = 0
+    quarantined: int = 0
     sessions: set[str] = field(default_factory=set)
 
 
@@ -76,6 +81,42 @@ class FileIngestor:
             lines.close()
         return report
 
+    async def _quarantine(self, conn: asyncpg.Connection, path: Path, line: ReadLine, session_id: str,
+                          segment_id: str, reason: str, report: IngestReport) -> None:
+        report.quarantined += 1
+        what = f" segment {segment_id!r}" if segment_id else ""
+        log.warning("%s line %d skipped%s: %s (quarantined; session %s)", path.name, line.line_no, what, reason,
+                    session_id)
+        await conn.execute(
+            """INSERT INTO quarantine (path, line_no, session_id, segment_id, reason) VALUES ($1, $2, $3, $4, $5)
+               ON CONFLICT (path, line_no, segment_id) DO UPDATE SET reason = EXCLUDED.reason""",
+            str(path), line.line_no, session_id, segment_id, reason[:2000],
+        )
+
+    async def _apply(self, conn: asyncpg.Connection, path: Path, line: ReadLine, report: IngestReport) -> list[str]:
+        """Apply one line under a savepoint; what the database refuses is quarantined.
+        Returns the vector point ids to delete."""
+        payload = line.payload
+        try:
+            async with conn.transaction():
+                return (await apply_payload(conn, payload, self.user_id, str(path))).deleted_point_ids
+        except (asyncpg.PostgresError, ValueError, OverflowError) as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+        if payload.is_sweep or len(payload.segments) < 2:
+            segment_id = payload.segments[0].segment_id if len(payload.segments) == 1 else ""
+            await self._quarantine(conn, path, line, payload.session_id, segment_id, reason, report)
+            return []
+        deleted: list[str] = []
+        for segment in payload.segments:  # set aside only the segments that fail
+            single = CapturePayload.model_construct(**{**dict(payload), "segments": [segment]})
+            try:
+                async with conn.transaction():
+                    deleted += (await apply_payload(conn, single, self.user_id, str(path))).deleted_point_ids
+            except (asyncpg.PostgresError, ValueError, OverflowError) as exc:
+                await self._quarantine(conn, path, line, payload.session_id, segment.segment_id,
+                                       f"{type(exc).__name__}: {exc}", report)
+        return deleted
+
     async def _commit(self, path: Path, file_id: str, batch: list, report: IngestReport) -> None:
         deleted: list[str] = []
         sessions: set[str] = set()
@@ -85,14 +126,16 @@ class FileIngestor:
                 report.lines += 1
                 if line.payload is None:
                     report.malformed += 1
-                    log.warning("%s line %d skipped: %s", path.name, line.line_no, line.error)
+                    await self._quarantine(conn, path, line, path.stem[:128], "", line.error or "unreadable", report)
                     continue
-                result = await apply_payload(conn, line.payload, self.user_id, str(path))
+                for rejected in line.rejected:
+                    await self._quarantine(conn, path, line, line.payload.session_id, rejected.segment_id,
+                                           rejected.reason, report)
+                deleted.extend(await self._apply(conn, path, line, report))
                 report.applied += 1
                 sessions.add(line.payload.session_id)
                 if line.payload.device_id != ASSERTED_DEVICE:  # remembered facts are extracted at once
                     to_extract.add(line.payload.session_id)
-                deleted.extend(result.deleted_point_ids)
             last = batch[-1]
             await conn.execute(
                 """INSERT INTO ingest_offsets (path, byte_offset, line_no, file_id, updated_at)

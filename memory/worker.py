@@ -3,7 +3,8 @@
 Live conversation comes first: while any voice turn holds the :class:`PriorityGate`,
 the worker takes no new job (a job already running finishes). Every failure is
 recorded on the job (retry with backoff, then dead); the worker itself never stops
-because a job failed.
+because a job failed. Stopping the worker cancels the running job, which is released
+to the queue (its attempt is not counted), so shutdown never buries a job.
 """
 
 from __future__ import annotations
@@ -71,14 +72,17 @@ class JobWorker:
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self._stopping = False
 
     def wake(self) -> None:
         self._wake.set()
 
     def start(self) -> None:
+        self._stopping = False
         self._task = asyncio.create_task(self._loop(), name="memory-job-worker")
 
     async def stop(self) -> None:
+        self._stopping = True
         if self._task:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -87,6 +91,8 @@ class JobWorker:
 
     async def run_one(self, kinds: list[str] | None = None) -> bool:
         """Lease and run one ready job (of ``kinds``, if given); False if none was ready."""
+        if self._stopping:
+            return False
         job = await jobs.lease(self.pool, self.name, self.lease_s, kinds)
         if job is None:
             return False
@@ -96,10 +102,15 @@ class JobWorker:
                 raise LookupError(f"no handler for job kind {job.kind!r}")
             await handler(job)
         except asyncio.CancelledError:
-            await asyncio.shield(jobs.fail(self.pool, job, "worker stopped while running"))
+            # Stopped, not failed: back to the queue without using up an attempt.
+            await asyncio.shield(jobs.release(self.pool, job))
+            log.info("job %s %s (%s) released: the worker is stopping", job.kind, job.dedup_key, job.id)
             raise
         except Exception as exc:  # noqa: BLE001 - every failure is recorded on the job
             reason = f"{type(exc).__name__}: {exc}"
+            if self._stopping:  # a failure caused by the shutdown itself is not the job's
+                await jobs.release(self.pool, job, f"released at shutdown after {reason}"[:2000])
+                return True
             state = await jobs.fail(self.pool, job, reason)
             log.warning("job %s %s (%s) failed, attempt %d/%d, now %s: %s",
                         job.kind, job.dedup_key, job.id, job.attempts, job.max_attempts, state, reason)
@@ -125,7 +136,7 @@ class JobWorker:
     async def _loop(self) -> None:
         loop = asyncio.get_running_loop()
         next_reap = 0.0
-        while True:
+        while not self._stopping:  # a handler may swallow the cancel: stop anyway
             try:
                 if loop.time() >= next_reap:
                     if reaped := await jobs.reap_stale(self.pool):

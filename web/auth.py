@@ -1,18 +1,24 @@
 """Token auth: every route but /health and the static pages requires it.
 
-The token travels in the ``X-Internal-Token`` header, or as the ``token`` query
-parameter for EventSource, which cannot set headers. It is compared in constant time.
+The token travels in the ``X-Internal-Token`` header. The ``token`` query parameter is
+taken only where EventSource needs it (a GET asking for ``text/event-stream``; EventSource
+cannot set headers): a cross-site form or link with the token in its URL runs nothing.
+It is compared in constant time.
+The token file is kept 0600 (tightened if an earlier run or a person left it open).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
+import stat
 from pathlib import Path
 
 from fastapi import HTTPException, Request, status
 
 HEADER = "X-Internal-Token"
+log = logging.getLogger(__name__)
 
 
 def load_or_create_token(data_dir: Path, configured: str | None) -> str:
@@ -21,6 +27,10 @@ def load_or_create_token(data_dir: Path, configured: str | None) -> str:
         return configured
     path = data_dir / "token"
     if path.is_file():
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o077:
+            log.warning("the token file %s was readable by others (mode %o); it is 0600 now", path, mode)
+            os.chmod(path, 0o600)
         token = path.read_text().strip()
         if token:
             return token
@@ -34,12 +44,17 @@ def load_or_create_token(data_dir: Path, configured: str | None) -> str:
     return token
 
 
+def _event_stream(request: Request) -> bool:
+    return request.method == "GET" and "text/event-stream" in request.headers.get("accept", "")
+
+
 def require_token(request: Request) -> None:
     """FastAPI dependency: 401 unless the request carries the access token."""
     expected: str = request.app.state.token
-    given = request.headers.get(HEADER) or request.query_params.get("token") or ""
+    given = request.headers.get(HEADER) or (request.query_params.get("token") if _event_stream(request) else None) or ""
     if not secrets.compare_digest(given.encode(), expected.encode()):
         raise HTTPException(
             status_code=status.HTTP_401_UNAUTHORIZED,
             detail=f"missing or wrong access token: send it in the {HEADER} header",
+            headers={"Cache-Control": "no-store"},
         )

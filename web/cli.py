@@ -1,4 +1,4 @@
-"""The ``annie`` command line: serve, doctor, models, db, memory."""
+"""The ``annie`` command line: serve, doctor, models, db, memory, jobs."""
 
 from __future__ import annotations
 
@@ -99,6 +99,47 @@ def cmd_memory(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_jobs(args: argparse.Namespace) -> int:
+    """List dead jobs or queue them again; works whether Annie is running or not."""
+    import asyncpg
+
+    from memory import jobs
+    from memory.db import open_database
+    from memory.pg_embedded import EmbeddedPostgres
+    from web.serve import AlreadyRunning, instance_lock
+
+    memory = MemorySettings()
+
+    async def _act(dsn: str) -> None:
+        conn = await asyncpg.connect(dsn)
+        try:
+            if args.action == "retry":
+                count = await jobs.retry_dead(conn, args.kind)
+                print(f"{count} dead job(s) queued again" + (f" (kind {args.kind})" if args.kind else ""))
+                return
+            rows = await jobs.dead(conn, limit=100)
+            for row in rows:
+                print(f"{row['id']:>6} {row['kind']:<14} {row['dedup_key'][:40]:<40} "
+                      f"after {row['attempts']} attempt(s): {(row['last_error'] or '')[:120]}")
+            print(f"{len(rows)} dead job(s)" + ("; queue them again with: annie jobs retry" if rows else ""))
+        finally:
+            await conn.close()
+
+    async def _with_own_database() -> None:
+        db = await open_database(memory)
+        try:
+            await _act(db.dsn)
+        finally:
+            await db.close()
+
+    try:
+        with instance_lock(memory.data_dir):  # Annie is not running: start the database for this
+            asyncio.run(_with_own_database())
+    except AlreadyRunning:  # use the running Annie's database; her worker picks the jobs up
+        asyncio.run(_act(memory.database_url or EmbeddedPostgres(memory.postgres_dir).dsn))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="annie", description="Annie, a local-first voice assistant with memory")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -123,6 +164,11 @@ def build_parser() -> argparse.ArgumentParser:
     memory = sub.add_parser("memory", help="memory maintenance")
     memory.add_argument("action", choices=["rebuild"], help="rebuild the database and vectors from the capture files")
     memory.set_defaults(func=cmd_memory)
+
+    jobs = sub.add_parser("jobs", help="background jobs: list the dead ones, or queue them again")
+    jobs.add_argument("action", choices=["dead", "retry"])
+    jobs.add_argument("--kind", help="only jobs of this kind (e.g. extract, embed)")
+    jobs.set_defaults(func=cmd_jobs)
     return parser
 
 

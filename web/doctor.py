@@ -98,6 +98,32 @@ def _vector_check(settings: MemorySettings) -> Check:
                  f"qdrant-edge-py {_version('qdrant-edge-py')}, data in {settings.vectors_dir}")
 
 
+def _dead_jobs_check(settings: MemorySettings) -> Check:
+    """Dead background jobs (failed every attempt), when the database can be reached without starting it."""
+    import asyncpg
+
+    from memory.pg_embedded import EmbeddedPostgres
+
+    dsn = settings.database_url
+    if not dsn:
+        if not (settings.postgres_dir / "postmaster.pid").exists():
+            return Check("dead jobs", True, "not checked: the database is not running (start Annie)")
+        dsn = EmbeddedPostgres(settings.postgres_dir).dsn
+
+    async def count() -> int:
+        conn = await asyncpg.connect(dsn, timeout=5)
+        try:
+            return await conn.fetchval("SELECT count(*) FROM jobs WHERE state = 'dead'")
+        finally:
+            await conn.close()
+
+    try:
+        dead = asyncio.run(count())
+    except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+        return Check("dead jobs", True, f"not checked: {exc}")
+    return Check("dead jobs", dead == 0, f"{dead} dead job(s)", "see them with: annie jobs dead; retry: annie jobs retry")
+
+
 def run_doctor(models: ModelSettings, memory: MemorySettings) -> int:
     checks = [
         Check("Python", sys.version_info[:2] == (3, 11), platform.python_version(), "use Python 3.11"),
@@ -108,6 +134,7 @@ def run_doctor(models: ModelSettings, memory: MemorySettings) -> int:
     checks.append(_llama_check(models))
     checks.append(_database_check(memory))
     checks.append(_vector_check(memory))
+    checks.append(_dead_jobs_check(memory))
     width = max(len(c.name) for c in checks)
     for check in checks:
         mark = "ok     " if check.ok else "MISSING"

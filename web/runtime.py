@@ -1,12 +1,17 @@
 """Everything a running Annie holds: the database, the vector index, the LLM.
 
-Started once by ``annie serve`` (or a test), stopped in reverse order, each part
-stopped even when another fails to stop.
+Started once by ``annie serve`` (or a test). Stopped in order, within a bounded time
+(:data:`CLOSE_BUDGET_S`), each part stopped even when another fails or overruns: voice
+sessions and ingest (no new work), then the memory's watcher and workers (a job they
+interrupt is released, not failed), then the LLM they were using, the vector index,
+and last the database pool and the embedded PostgreSQL.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +29,10 @@ from voice.service import VoiceService
 from voice.settings import VoiceSettings
 
 log = logging.getLogger(__name__)
+
+CLOSE_BUDGET_S = 10.0
+# Kept back for the last step: stopping PostgreSQL cleanly ("pg_ctl stop -m fast").
+DATABASE_RESERVE_S = 4.0
 
 
 @dataclass
@@ -48,8 +57,33 @@ class Runtime:
                     "model": self.llm.client.model if self.llm else None},
         }
 
-    async def close(self) -> None:
-        await self._stack.aclose()
+    async def close(self, budget_s: float = CLOSE_BUDGET_S) -> None:
+        deadline = time.monotonic() + budget_s
+        steps = []
+        if self.voice is not None:
+            steps.append(("voice", self.voice.close))
+        steps += [("ingest", self.ingest.close), ("memory", lambda: self.memory.close(step_timeout=3.0))]
+        if self.llm is not None:
+            steps.append(("LLM", self.llm.close))
+        steps.append(("vector index", self.vectors.close))
+        for name, step in steps:
+            left = deadline - time.monotonic() - DATABASE_RESERVE_S
+            await _bounded(name, step, max(left, 0.5))
+        await _bounded("database", lambda: self.db.close(timeout=2.0), max(deadline - time.monotonic(), 3.0))
+        self._stack.pop_all()  # everything it held is stopped
+
+
+async def _bounded(name: str, step, timeout: float) -> None:
+    """Run one shutdown step; an error or an overrun is logged and shutdown goes on."""
+    started = time.monotonic()
+    try:
+        await asyncio.wait_for(step(), timeout)
+    except TimeoutError:
+        log.warning("stopping the %s took over %.1f s; going on without it", name, timeout)
+    except Exception:  # noqa: BLE001 - the next parts must still be stopped
+        log.exception("stopping the %s failed", name)
+    else:
+        log.debug("%s stopped in %.2f s", name, time.monotonic() - started)
 
 
 async def start_runtime(

@@ -1,7 +1,9 @@
 """``annie serve``: start the runtime and the web app; stop everything on exit.
 
 One Annie per data dir: an exclusive lock on ``<data dir>/annie.lock`` (released by the
-OS even after ``kill -9``) keeps a second instance from sharing the database.
+OS even after ``kill -9``) keeps a second instance from sharing the database. The data
+dir is made private first (umask 077, see :mod:`web.private`) and every log record is
+redacted (see :mod:`web.redact`); the token is printed only to an interactive terminal.
 """
 
 from __future__ import annotations
@@ -12,19 +14,26 @@ import fcntl
 import logging
 import os
 import signal
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
 import uvicorn
 
+from ingest.settings import IngestSettings
 from memory.settings import MemorySettings
 from models.settings import ModelSettings
 from web.app import create_app
 from web.auth import load_or_create_token
+from web.private import make_private
+from web.redact import install_redaction
 from web.runtime import start_runtime
 from web.settings import WebSettings
 
 log = logging.getLogger(__name__)
+GRACEFUL_S = 3
+THREADS = 32
 
 
 class AlreadyRunning(RuntimeError):
@@ -80,17 +89,29 @@ class _Stopper:
         self.requested.set()
 
 
-async def _announce(server: uvicorn.Server, url: str, token: str) -> None:
+async def _announce(server: uvicorn.Server, url: str, token: str, token_file: str) -> None:
     while not server.started:
         await asyncio.sleep(0.05)
-    print(f"\n  Annie is ready: {url}\n  Access token:   {token}\n  Stop with Ctrl-C.\n", flush=True)
+    # The token only on a terminal a person watches; never into a log file or a pipe.
+    shown = token if sys.stdout.isatty() else f"(in {token_file})"
+    print(f"\n  Annie is ready: {url}\n  Access token:   {shown}\n  Stop with Ctrl-C.\n", flush=True)
+
+
+def protect_logs(token: str, ingest: IngestSettings) -> None:
+    """Redact the token, the Omi secrets and signatures from every log record."""
+    install_redaction([token, ingest.omi_webhook_secret, *ingest.omi_devices.values()])
 
 
 async def serve(web: WebSettings, memory: MemorySettings, models: ModelSettings) -> None:
+    make_private(web.data_dir, skip=(memory.postgres_dir,))
     with instance_lock(web.data_dir):
         token = load_or_create_token(web.data_dir, web.token)
+        protect_logs(token, IngestSettings(data_dir=memory.data_dir))
         stopper = _Stopper()
         loop = asyncio.get_running_loop()
+        # Room for many concurrent searches and uploads waiting on threads (2 cores: the
+        # default pool would be 6 threads, and searches would queue for a thread).
+        loop.set_default_executor(ThreadPoolExecutor(THREADS, thread_name_prefix="annie"))
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stopper)
         log.info("starting Annie (data dir %s)", web.data_dir)
@@ -106,12 +127,15 @@ async def serve(web: WebSettings, memory: MemorySettings, models: ModelSettings)
         stop_wait.cancel()
         runtime = starting.result()
         try:
-            app = create_app(runtime, token)
-            config = uvicorn.Config(app, host=web.host, port=web.port, log_level="info", lifespan="on")
+            app = create_app(runtime, token, web.host_names())
+            # Stop intake first: open connections (a phone streaming audio) get 3 s to finish.
+            config = uvicorn.Config(app, host=web.host, port=web.port, log_level="info", lifespan="on",
+                                    timeout_graceful_shutdown=GRACEFUL_S)
             server = stopper.server = _Server(config)
             if stopper.requested.is_set():
                 return
-            announce = asyncio.create_task(_announce(server, f"http://{web.host}:{web.port}", token))
+            announce = asyncio.create_task(
+                _announce(server, f"http://{web.host}:{web.port}", token, str(web.data_dir / "token")))
             await server.serve()
             announce.cancel()
         finally:

@@ -18,3 +18,10 @@ class WebSettings(BaseSettings):
     port: int = 7860
     # The access token; when unset, one is generated once and kept in <data dir>/token.
     token: str | None = None
+    # Host names the server answers to besides the loopback names and ``host`` (a guard
+    # against DNS rebinding: a page on another site cannot reach Annie by a name it controls).
+    allowed_hosts: list[str] = Field(default_factory=list)
+
+    def host_names(self) -> set[str]:
+        names = {"localhost", "127.0.0.1", "::1", self.host.lower(), *(h.lower() for h in self.allowed_hosts)}
+        return {n.strip("[]") for n in names if n}

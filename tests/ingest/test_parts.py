@@ -54,7 +54,7 @@ def _segment(sid: str, start: float, end: float, **extra) -> CaptureSegment:
 
 def test_sweep_replaces_fast_segments_but_not_pinned_ones(tmp_path):
     def payload(segments, is_sweep):
-        return CapturePayload(session_id="s", session_started_at=1.0, is_sweep=is_sweep, segments=segments)
+        return CapturePayload(session_id="s", session_started_at=1_767_225_600.0, is_sweep=is_sweep, segments=segments)
 
     write(tmp_path, payload([_segment("f1", 0, 2), _segment("f2", 3, 5), _segment("f3", 9, 10)], False))
     write(tmp_path, payload([_segment("f2", 3, 5, pinned=True, speaker="Ann")], False))

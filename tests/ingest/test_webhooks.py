@@ -52,7 +52,7 @@ async def test_audio_is_buffered_durably_and_acknowledged(tmp_path, model_settin
         (audio_params(sample_rate=44100), OCTET, _tone(0.1), 400, "unsupported sample_rate"),
         (audio_params(sample_rate="abc"), OCTET, _tone(0.1), 400, "unsupported sample_rate"),
         (audio_params(), OCTET, b"", 400, "empty body"),
-        (audio_params(uid="someone-else"), OCTET, _tone(0.1), 403, "unknown device uid"),
+        (audio_params(uid="someone-else"), OCTET, _tone(0.1), 401, "device secret"),
         (audio_params(uid="../etc"), OCTET, _tone(0.1), 400, "uid must be"),
         ({"sample_rate": 16000, "secret": DEVICE_SECRET}, OCTET, _tone(0.1), 400, "missing the uid"),
         (audio_params(secret="wrong"), OCTET, _tone(0.1), 401, "device secret"),

@@ -1,0 +1,155 @@
+"""Memory search under concurrency: GET /v1/context from 1, 10 and 50 clients, with the
+/health latency measured alongside; the one-client level is the baseline of the run.
+
+    python -m benchmarks.memory_load [--seconds 20] [--levels 1,10,50] [--sessions 100]
+
+Annie (no LLM) runs in its own process on an embedded PostgreSQL in a temporary
+directory; the memory is filled through the Omi transcript webhook first. Target on 2
+cores: 50 clients >= 60 requests/s with p95 <= 1 s, /health p95 <= 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from benchmarks.common import percentiles, write_result
+
+WORDS = ("sister trip lisbon dentist thursday garden bike coffee meeting report piano concert "
+         "birthday train museum recipe doctor holiday school football budget window paint").split()
+AUTH = {"X-Internal-Token": "live-test-token"}
+
+
+def serve(root: Path, dsn: str, url_file: Path) -> None:
+    """Child process: serve Annie until stdin closes."""
+    from models.settings import ModelSettings
+    from tests.web.live import fresh_database, live_annie
+
+    with live_annie(root / "annie", fresh_database(dsn), ModelSettings(allow_download=False)) as base:
+        url_file.write_text(base)
+        sys.stdin.read()
+
+
+def _sentence(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14)))
+
+
+async def seed(client: httpx.AsyncClient, sessions: int, per_session: int) -> int:
+    from tests.web.live import OMI_SECRET, OMI_UID
+
+    rng = random.Random(7)
+    for n in range(sessions):
+        segments = [{"id": f"s{i}", "text": _sentence(rng), "start": i * 5, "end": i * 5 + 4}
+                    for i in range(per_session)]
+        response = await client.post("/v1/omi/transcript", params={"uid": OMI_UID, "secret": OMI_SECRET,
+                                                                    "session_id": f"load{n}"}, json=segments)
+        response.raise_for_status()
+        (await client.post(f"/v1/ingest/{response.json()['session_id']}", headers=AUTH)).raise_for_status()
+    total = sessions * per_session
+    for _ in range(600):  # the embed jobs run in the background
+        stats = (await client.get("/v1/stats", headers=AUTH)).json()
+        if stats["embedded"] >= total:
+            break
+        await asyncio.sleep(1)
+    return total
+
+
+async def level(client: httpx.AsyncClient, clients: int, seconds: float) -> dict:
+    rng = random.Random(clients)
+    latencies: list[float] = []
+    health: list[float] = []
+    errors = 0
+    stop = time.monotonic() + seconds
+
+    async def one_client() -> None:
+        nonlocal errors
+        while time.monotonic() < stop:
+            query = " ".join(rng.sample(WORDS, 2))
+            started = time.perf_counter()
+            response = await client.get("/v1/context", params={"query": query, "limit": 10}, headers=AUTH)
+            latencies.append((time.perf_counter() - started) * 1000)
+            errors += response.status_code != 200
+
+    async def probe() -> None:
+        while time.monotonic() < stop:
+            started = time.perf_counter()
+            await client.get("/health")
+            health.append((time.perf_counter() - started) * 1000)
+            await asyncio.sleep(0.2)
+
+    began = time.monotonic()
+    await asyncio.gather(probe(), *(one_client() for _ in range(clients)))
+    elapsed = time.monotonic() - began
+    return {"clients": clients, "requests": len(latencies), "errors": errors,
+            "requests_per_s": round(len(latencies) / elapsed, 1), "context": percentiles(latencies),
+            "health": percentiles(health)}
+
+
+async def run(base: str, args: argparse.Namespace) -> dict:
+    limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
+    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
+        print(f"seeding {args.sessions} sessions ...", flush=True)
+        segments = await seed(client, args.sessions, 10)
+        results = []
+        for clients in args.levels:
+            print(f"{clients} client(s) for {args.seconds} s ...", flush=True)
+            results.append(await level(client, clients, args.seconds))
+            print(results[-1], flush=True)
+    baseline, top = results[0], results[-1]
+    return {
+        "segments": segments, "seconds_per_level": args.seconds, "levels": results,
+        "baseline_one_client": {"requests_per_s": baseline["requests_per_s"], "p95_ms": baseline["context"]["p95_ms"]},
+        "ratio_p95_top_to_baseline": round(top["context"]["p95_ms"] / max(baseline["context"]["p95_ms"], 1e-9), 2),
+        "target": {"clients": 50, "min_requests_per_s": 60, "max_p95_ms": 1000, "max_health_p95_ms": 50,
+                   "met": top["clients"] >= 50 and top["requests_per_s"] >= 60
+                   and top["context"]["p95_ms"] <= 1000 and top["health"]["p95_ms"] <= 50},
+        "note": "measured with the load client and the server on the same 2-core machine",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--levels", default="1,10,50")
+    parser.add_argument("--sessions", type=int, default=100)
+    parser.add_argument("--serve", nargs=3, metavar=("ROOT", "DSN", "URL_FILE"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(Path(args.serve[0]), args.serve[1], Path(args.serve[2]))
+        return
+    args.levels = [int(n) for n in args.levels.split(",")]
+    from memory.pg_embedded import EmbeddedPostgres
+
+    root = Path(tempfile.mkdtemp(prefix="annie-load-"))
+    server = EmbeddedPostgres(root / "postgres", durable_init=False, durable=False)
+    child = None
+    try:
+        dsn = server.start()
+        url_file = root / "url"
+        child = subprocess.Popen([sys.executable, "-m", "benchmarks.memory_load", "--serve", str(root), dsn,
+                                  str(url_file)], stdin=subprocess.PIPE)
+        print("starting Annie (no LLM) ...", flush=True)
+        while not url_file.exists():
+            if child.poll() is not None:
+                raise SystemExit("Annie did not start")
+            time.sleep(0.5)
+        write_result("memory_load", asyncio.run(run(url_file.read_text(), args)))
+    finally:
+        if child is not None:
+            child.stdin.close()
+            child.wait(120)
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
