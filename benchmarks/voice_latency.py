@@ -1,24 +1,32 @@
 """Voice latency: end of user speech to first bot audio, over real WebRTC on loopback.
 
-An aiortc peer speaks questions made with Kokoro, one turn at a time, and hears the
-bot. Each turn is split into STT (VAD stop -> transcript), LLM time to first
-sentence (context -> first complete sentence, tool routing included), TTS first
-chunk (sentence -> first audio) and the rest (VAD and turn-end waits, queues,
-transport). In the same run each stage is also run standalone on the same input;
-``overhead_ratio`` is the pipeline's total over the standalone sum.
+An aiortc peer speaks utterances made with Kokoro, one turn at a time, to a fresh
+session (its first turn included) and hears the bot. The turns mix plain questions,
+questions about the user's life (answered from a real memory: embedded PostgreSQL and
+the vector index, with a few planted facts) and "remember ..." statements. Each turn is
+split into STT (VAD stop -> transcript), LLM to first chunk (context -> the first text
+sent to the voice: a clause or sentence; routing and tools included), TTS first chunk
+(that text -> first audio) and the rest (VAD and turn-end waits, queues, transport). In
+the same run each stage is also run standalone on the same input; ``overhead_ratio`` is
+the pipeline's total over the standalone sum. Then barge-in (user speech start -> bot
+audio stopped) and typed chat (``POST /v1/chat``: first token, new sessions included).
 
-    python -m benchmarks.voice_latency [--turns 10] [--llm-url URL --llm-model NAME]
+    python -m benchmarks.voice_latency [--turns 20] [--barge-ins 5] [--chats 10] [--llm-url URL --llm-model NAME]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import fractions
+import json
+import socket
 import statistics
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import av
@@ -26,63 +34,91 @@ import httpx
 import numpy as np
 from aiortc import MediaStreamTrack, RTCPeerConnection, RTCSessionDescription
 from pipecat.frames.frames import (
+    AggregatedTextFrame,
     LLMContextFrame,
     LLMFullResponseEndFrame,
-    LLMTextFrame,
     TranscriptionFrame,
     TTSAudioRawFrame,
     VADUserStoppedSpeakingFrame,
 )
 from pipecat.observers.base_observer import BaseObserver, FramePushed
+from pipecat.processors.aggregators.llm_text_processor import LLMTextProcessor
 
 from benchmarks.common import percentiles, write_result
-from memory.briefing import format_briefing
-from memory.retrieval.types import MemoryHit
+from memory.db import open_database
+from memory.service import MemoryService
+from memory.settings import MemorySettings
+from memory.vectors.open import open_vector_index
+from models.embed import EMBED_DIM
 from models.settings import ModelSettings
 from voice.agent import Agent, TextDelta
+from voice.clause_aggregator import FirstClauseAggregator
 from voice.pipeline import AgentLLMProcessor
 from voice.service import VoiceService
 from voice.settings import ToolRouting, VoiceSettings
-from voice.textfilter import SentenceSplitter
 
-QUESTIONS = [
+# What the user told Annie earlier (stored through the real `remember` path).
+PLANTED = [
+    "My sister Priya lives in Lisbon, she moved there last spring.",
+    "Tom said the camping trip is off because of the rain.",
+    "My brother Sam works at the bakery on Church Street.",
+    "I want to plant tomatoes and basil in the garden this year.",
+    "My friend Ana is getting married in June to a guy called Tiago.",
+]
+# Plain questions, questions about the user's life, and statements to remember.
+TURNS = [
     "Where does my sister live?",
     "What is the capital of France?",
+    "Remember that my dentist appointment is on Friday at ten.",
     "Tell me a short joke.",
+    "When is my dentist appointment?",
     "How do I make a cup of green tea?",
-    "What's a good name for a cat?",
-    "Thanks. What day is it today?",
-    "Can you suggest a quick breakfast?",
+    "My neighbour Greta has two grey cats.",
+    "What did Tom say about the camping trip?",
     "Why is the sky blue?",
-    "What is my sister's name?",
+    "Thanks. What day is it today?",
+    "Where does my brother work?",
+    "Can you suggest a quick breakfast?",
+    "Remember that I parked on level four.",
     "Give me one tip for sleeping better.",
-    "How far is the moon?",
+    "What did I say about the garden?",
+    "How far away is the moon?",
+    "Who is my friend Ana marrying?",
     "Say goodbye in French.",
+    "What's a good name for a cat?",
+    "Note that my niece's recital is next Tuesday.",
 ]
+CHATS = [
+    ["Where does my sister live?", "And what does my brother do?"],
+    ["What is a good stretch for a stiff neck?", "Thanks!"],
+    ["Remember that my gym locker is number 214.", "What did Tom say about the camping trip?"],
+    ["Tell me a fun fact about owls.", "Who is Ana marrying?"],
+    ["Hi Annie, how are you today?", "What should I cook tonight?"],
+]
+LONG_REPLY = "Tell me a long story about a dragon who learns to bake bread."
 RATE = 48000
 FRAME = 960  # 20 ms
 
 
-class BenchMemory:
-    def __init__(self) -> None:
-        now = datetime.now(UTC)
-        self.hits = [MemoryHit("segment", "s/1", "My sister Priya lives in Lisbon, she moved there last spring.",
-                               "user", now - timedelta(days=2))]
-
-    async def briefing(self, *, now=None) -> str:
-        return format_briefing(self.hits, now or datetime.now(UTC))
-
-    async def search_memory(self, query: str, hours_back: float | None = None) -> str:
-        return "\n".join(h.text for h in self.hits)
-
-    async def remember(self, fact: str) -> str:
-        return "Stored."
-
-    async def recall_entity(self, name: str) -> str:
-        return "\n".join(h.text for h in self.hits if name.casefold() in h.text.casefold()) or "Nothing known."
-
-    async def daily_summary(self, day: str) -> str:
-        return f"{day}: nothing was recorded."
+@contextlib.asynccontextmanager
+async def planted_memory(data_dir: Path, model_settings: ModelSettings) -> AsyncIterator[MemoryService]:
+    """A real memory (embedded PostgreSQL, the in-process vector index) holding PLANTED."""
+    settings = MemorySettings(data_dir=data_dir, database_url=None, qdrant_url=None)
+    db = await open_database(settings, durable_init=False)
+    vectors = await open_vector_index(settings, EMBED_DIM)
+    memory = MemoryService(settings, model_settings, db.pool, vectors)
+    await memory.start()
+    try:
+        for fact in PLANTED:
+            await memory.remember(fact)
+        deadline = time.monotonic() + 120
+        while (await vectors.count()) < len(PLANTED) and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+        yield memory
+    finally:
+        await memory.close()
+        await vectors.close()
+        await db.close()
 
 
 class Mic(MediaStreamTrack):
@@ -95,10 +131,12 @@ class Mic(MediaStreamTrack):
         self._queue = np.zeros(0, np.int16)
         self._sent = 0
         self._start: float | None = None
+        self.speech_start: float | None = None
         self.speech_end: float | None = None
 
     def say(self, pcm: np.ndarray) -> None:
         self._queue = np.concatenate([self._queue, pcm])
+        self.speech_start = None
         self.speech_end = None
 
     async def recv(self) -> av.AudioFrame:
@@ -110,6 +148,8 @@ class Mic(MediaStreamTrack):
             await asyncio.sleep(wait)
         chunk = np.zeros(FRAME, np.int16)
         if len(self._queue):
+            if self.speech_start is None:
+                self.speech_start = time.monotonic()
             n = min(FRAME, len(self._queue))
             chunk[:n] = self._queue[:n]
             self._queue = self._queue[n:]
@@ -129,7 +169,6 @@ class StageObserver(BaseObserver):
         super().__init__()
         self.turns: list[dict[str, float]] = []
         self._turn: dict[str, float] = {}
-        self._splitter = SentenceSplitter()
 
     async def on_push_frame(self, data: FramePushed) -> None:
         frame, now = data.frame, time.monotonic()
@@ -139,13 +178,12 @@ class StageObserver(BaseObserver):
             self._turn["stt"] = now
         elif isinstance(frame, LLMContextFrame) and "context" not in self._turn and "stt" in self._turn:
             self._turn["context"] = now
-            self._splitter = SentenceSplitter()
-        elif isinstance(data.source, AgentLLMProcessor) and "context" in self._turn and "sentence" not in self._turn:
-            if isinstance(frame, LLMTextFrame) and self._splitter.feed(frame.text):
-                self._turn["sentence"] = now
-            elif isinstance(frame, LLMFullResponseEndFrame):
-                self._turn["sentence"] = now
-        elif isinstance(frame, TTSAudioRawFrame) and "sentence" in self._turn and "tts" not in self._turn:
+        elif "context" in self._turn and "chunk" not in self._turn:
+            if isinstance(data.source, LLMTextProcessor) and isinstance(frame, AggregatedTextFrame):
+                self._turn["chunk"] = now
+            elif isinstance(data.source, AgentLLMProcessor) and isinstance(frame, LLMFullResponseEndFrame):
+                self._turn["chunk"] = now
+        elif isinstance(frame, TTSAudioRawFrame) and "chunk" in self._turn and "tts" not in self._turn:
             self._turn["tts"] = now
             self.turns.append(self._turn)
 
@@ -158,21 +196,179 @@ def kokoro_pcm(kokoro, text: str) -> tuple[np.ndarray, np.ndarray]:
     return (np.clip(up, -1, 1) * 32767).astype(np.int16), down.astype(np.float32)
 
 
-async def run(service: VoiceService, observer: StageObserver, turns: int) -> dict:
-    import aioice.ice
+def pct(values: list[float]) -> dict:
+    return percentiles([v * 1000 for v in values]) if values else {}
 
-    aioice.ice.get_host_addresses = lambda use_ipv4=True, use_ipv6=True: ["127.0.0.1"]  # loopback only
+
+class Peer:
+    """The aiortc client: a microphone it can make speak and the bot's audio it hears."""
+
+    def __init__(self) -> None:
+        self.mic = Mic()
+        self.pc = RTCPeerConnection()
+        self.pc.addTrack(self.mic)
+        self.pc.createDataChannel("annie")
+        self.loud: list[float] = []  # monotonic times of bot audio frames above the noise floor
+        self._listeners: list[asyncio.Task] = []
+        self.pc.on("track", lambda track: self._listeners.append(asyncio.ensure_future(self._listen(track))))
+
+    async def _listen(self, track) -> None:
+        while True:
+            try:
+                frame = await track.recv()
+            except Exception:  # noqa: BLE001 - track ended
+                return
+            pcm = frame.to_ndarray().astype(np.float32)
+            if np.sqrt(np.mean(pcm * pcm)) > 300:
+                self.loud.append(time.monotonic())
+
+    async def connect(self, client: httpx.AsyncClient) -> None:
+        session = (await client.post("/start", json={})).json()
+        await self.pc.setLocalDescription(await self.pc.createOffer())
+        answer = (await client.post(session["offer_url"], json={"sdp": self.pc.localDescription.sdp,
+                                                               "type": "offer"})).json()
+        await self.pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type=answer["type"]))
+
+    async def say(self, pcm: np.ndarray) -> tuple[float, float]:
+        """Speak ``pcm``; (speech start, speech end) in monotonic seconds."""
+        self.mic.say(pcm)
+        while self.mic.speech_end is None:
+            await asyncio.sleep(0.02)
+        return self.mic.speech_start or self.mic.speech_end, self.mic.speech_end
+
+    def first_loud_after(self, t: float) -> float | None:
+        return next((x for x in self.loud if x > t), None)
+
+    async def quiet(self, after: float, quiet_s: float, timeout_s: float) -> float | None:
+        """The last loud frame after ``after`` once the bot has been quiet for ``quiet_s``."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            last = self.loud[-1] if self.loud and self.loud[-1] > after else None
+            if last is not None and time.monotonic() - last > quiet_s:
+                return last
+        return None
+
+    async def close(self) -> None:
+        await self.pc.close()
+        for task in self._listeners:
+            task.cancel()
+
+
+async def voice_turns(peer: Peer, observer: StageObserver, turns: list[tuple[str, np.ndarray]]) -> list[dict]:
+    results = []
+    for i, (question, pcm48) in enumerate(turns, 1):
+        _, end = await peer.say(pcm48)
+        deadline = end + 120
+        first = None
+        while time.monotonic() < deadline and first is None:
+            await asyncio.sleep(0.05)
+            first = peer.first_loud_after(end)
+        await peer.quiet(end, 2.0, 120)
+        stage = observer.turns[-1] if observer.turns and observer.turns[-1].get("vad_stop", 0) > end - 1 else {}
+        row = {"turn": i, "question": question, "total_s": round(first - end, 3) if first else None}
+        if first and stage:
+            row.update({
+                "stt_s": round(stage["stt"] - stage["vad_stop"], 3),
+                "llm_first_chunk_s": round(stage["chunk"] - stage["context"], 3),
+                "tts_first_chunk_s": round(stage["tts"] - stage["chunk"], 3),
+            })
+            row["rest_s"] = round(row["total_s"] - row["stt_s"] - row["llm_first_chunk_s"] - row["tts_first_chunk_s"], 3)
+        results.append(row)
+        print(f"[turn {i}/{len(turns)}] {row}", flush=True)
+        await asyncio.sleep(1.0)
+    return results
+
+
+async def barge_ins(peer: Peer, count: int, long_pcm: np.ndarray, stop_pcm: np.ndarray) -> list[dict]:
+    """Ask for a long answer, let it play, say "Stop."; how soon the bot's audio stops."""
+    rows = []
+    for i in range(1, count + 1):
+        _, end = await peer.say(long_pcm)
+        deadline = time.monotonic() + 120
+        while peer.first_loud_after(end) is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(2.0)  # she is in full flow
+        start, _ = await peer.say(stop_pcm)
+        stopped = await peer.quiet(start, 0.8, 30)
+        row = {"barge_in": i, "stopped_after_s": round(stopped - start, 3) if stopped else None}
+        rows.append(row)
+        print(f"[barge-in {i}/{count}] {row}", flush=True)
+        await peer.quiet(time.monotonic(), 3.0, 60)
+    return rows
+
+
+async def chat_turns(client: httpx.AsyncClient, chats: list[list[str]]) -> list[dict]:
+    rows = []
+    for conversation in chats:
+        session_id = None
+        for n, message in enumerate(conversation):
+            body = {"message": message, **({"session_id": session_id} if session_id else {})}
+            started = time.perf_counter()
+            first = None
+            async with client.stream("POST", "/v1/chat", json=body, timeout=300) as response:
+                async for line in response.aiter_lines():
+                    if not line.startswith("data: "):
+                        continue
+                    event = json.loads(line[6:])
+                    if event["type"] == "session":
+                        session_id = event["session_id"]
+                    elif event["type"] == "token" and first is None:
+                        first = time.perf_counter() - started
+            row = {"message": message, "new_session": n == 0, "first_token_s": round(first, 3) if first else None}
+            rows.append(row)
+            print(f"[chat] {row}", flush=True)
+    return rows
+
+
+async def standalone(service: VoiceService, turns: list[tuple[str, np.ndarray]]) -> list[dict]:
+    """The same stages, one after another, outside the pipeline."""
+    models = service.models
+    assert models is not None
+    settings = service.settings
+    agent = Agent(next(iter(service.backends.values())), service.memory, settings, service.intents)
+    system = agent.system_prompt(await service.primer.session_briefing())
+    rows = []
+    for question, pcm16 in turns:
+        t0 = time.perf_counter()
+        segments, _ = models.whisper.transcribe(pcm16, language="en", beam_size=settings.stt_beam_size,
+                                                without_timestamps=True, condition_on_previous_text=False)
+        text = " ".join(s.text for s in segments).strip()
+        stt = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        aggregator, chunk = FirstClauseAggregator(), ""
+        async with contextlib.aclosing(agent.respond([{"role": "system", "content": system},
+                                                      {"role": "user", "content": text}])) as events:
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    async for aggregation in aggregator.aggregate(event.text):
+                        chunk = chunk or aggregation.text
+                if chunk:
+                    break
+        if not chunk:
+            rest = await aggregator.flush()
+            chunk = rest.text if rest else "Okay."
+        llm = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        await asyncio.to_thread(models.kokoro.create, chunk, voice=settings.voice, lang="en-us")
+        tts = time.perf_counter() - t0
+        rows.append({"stt_s": round(stt, 3), "llm_first_chunk_s": round(llm, 3), "tts_first_chunk_s": round(tts, 3),
+                     "sum_s": round(stt + llm + tts, 3), "first_chunk": chunk})
+        print(f"[standalone] {question!r} {rows[-1]}", flush=True)
+    return rows
+
+
+async def run(service: VoiceService, observer: StageObserver, turns: int, barges: int, chats: int) -> dict:
+    import aioice.ice
+    import uvicorn
     from fastapi import FastAPI
 
     from voice.api import router
 
+    aioice.ice.get_host_addresses = lambda use_ipv4=True, use_ipv6=True: ["127.0.0.1"]  # loopback only
     app = FastAPI()
     app.state.voice = service
     app.include_router(router)
-    import socket
-
-    import uvicorn
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -183,116 +379,58 @@ async def run(service: VoiceService, observer: StageObserver, turns: int) -> dic
 
     models = service.models
     assert models is not None
-    questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(turns)]
+    questions = [TURNS[i % len(TURNS)] for i in range(turns)]
     audio = [kokoro_pcm(models.kokoro, q) for q in questions]
-    mic = Mic()
-    pc = RTCPeerConnection()
-    pc.addTrack(mic)
-    pc.createDataChannel("annie")
-    loud: list[float] = []  # monotonic times of bot audio frames above the noise floor
-
-    async def listen(track) -> None:
-        while True:
-            try:
-                frame = await track.recv()
-            except Exception:  # noqa: BLE001 - track ended
-                return
-            pcm = frame.to_ndarray().astype(np.float32)
-            if np.sqrt(np.mean(pcm * pcm)) > 300:
-                loud.append(time.monotonic())
-
-    listeners: list[asyncio.Task] = []
-    pc.on("track", lambda track: listeners.append(asyncio.ensure_future(listen(track))))
-    results = []
+    long_pcm, _ = kokoro_pcm(models.kokoro, LONG_REPLY)
+    stop_pcm, _ = kokoro_pcm(models.kokoro, "Stop.")
+    # A fresh session on a running server: the server's own warm-up at start is done (a
+    # user opens the page after Annie has started); the session's first turn is measured.
+    await service.primer.wait()
+    peer = Peer()
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-        session = (await client.post("/start", json={})).json()
-        await pc.setLocalDescription(await pc.createOffer())
-        answer = (await client.post(session["offer_url"], json={"sdp": pc.localDescription.sdp, "type": "offer"})).json()
-        await pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type=answer["type"]))
+        await peer.connect(client)
         await asyncio.sleep(3)
-        for i, (question, (pcm48, _)) in enumerate(zip(questions, audio, strict=True), 1):
-            mic.say(pcm48)
-            while mic.speech_end is None:
-                await asyncio.sleep(0.02)
-            end = mic.speech_end
-            deadline = end + 120
-            first = None
-            while time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
-                after = [t for t in loud if t > end]
-                if first is None and after:
-                    first = after[0]
-                if first is not None and time.monotonic() - loud[-1] > 2.0:
-                    break  # the bot finished speaking
-            stage = observer.turns[-1] if observer.turns and observer.turns[-1].get("vad_stop", 0) > end - 1 else {}
-            row = {"question": question, "total_s": round(first - end, 3) if first else None}
-            if first and stage:
-                row.update({
-                    "stt_s": round(stage["stt"] - stage["vad_stop"], 3),
-                    "llm_first_sentence_s": round(stage["sentence"] - stage["context"], 3),
-                    "tts_first_chunk_s": round(stage["tts"] - stage["sentence"], 3),
-                })
-                row["rest_s"] = round(row["total_s"] - row["stt_s"] - row["llm_first_sentence_s"]
-                                      - row["tts_first_chunk_s"], 3)
-            results.append(row)
-            print(f"[turn {i}/{turns}] {row}", flush=True)
-            await asyncio.sleep(1.0)
-    await pc.close()
-    for task in listeners:
-        task.cancel()
-
-    # The same stages standalone, on the same inputs.
-    agent = Agent(next(iter(service.backends.values())), service.memory, service.settings)
-    system = agent.system_prompt(await agent.briefing(), voice=True)
-    standalone = []
-    for question, (_, pcm16) in zip(questions, audio, strict=True):
-        t0 = time.perf_counter()
-        segments, _ = models.whisper.transcribe(pcm16, language="en", beam_size=5)
-        text = " ".join(s.text for s in segments).strip()
-        stt = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        splitter, sentence = SentenceSplitter(), ""
-        async for event in agent.respond([{"role": "system", "content": system}, {"role": "user", "content": text}]):
-            if isinstance(event, TextDelta) and not sentence:
-                got = splitter.feed(event.text)
-                if got:
-                    sentence = got[0]
-                    llm = time.perf_counter() - t0
-        if not sentence:
-            sentence = " ".join(splitter.finish()) or "Okay."
-            llm = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        await asyncio.to_thread(models.kokoro.create, sentence, voice=service.settings.voice, lang="en-us")
-        tts = time.perf_counter() - t0
-        standalone.append({"stt_s": round(stt, 3), "llm_first_sentence_s": round(llm, 3), "tts_first_chunk_s": round(tts, 3),
-                           "sum_s": round(stt + llm + tts, 3)})
-        print(f"[standalone] {question!r} {standalone[-1]}", flush=True)
+        results = await voice_turns(peer, observer, [(q, a[0]) for q, a in zip(questions, audio, strict=True)])
+        barge = await barge_ins(peer, barges, long_pcm, stop_pcm) if barges else []
+        await peer.close()
+        await asyncio.sleep(2)
+        chat = await chat_turns(client, [CHATS[i % len(CHATS)] for i in range((chats + 1) // 2)]) if chats else []
+    alone = await standalone(service, [(q, a[1]) for q, a in zip(questions, audio, strict=True)])
     server.should_exit = True
     await server_task
 
     done = [r for r in results if "rest_s" in r]
-
-    def pct(rows: list[dict], key: str) -> dict:
-        return percentiles([r[key] * 1000 for r in rows]) if rows else {}
-
-    summary = {key: pct(done, key) for key in ("total_s", "stt_s", "llm_first_sentence_s", "tts_first_chunk_s", "rest_s")}
-    alone = {key: pct(standalone, key) for key in ("stt_s", "llm_first_sentence_s", "tts_first_chunk_s", "sum_s")}
-    ratios = [r["total_s"] / s["sum_s"] for r, s in zip(results, standalone, strict=True) if "rest_s" in r]
+    keys = ("total_s", "stt_s", "llm_first_chunk_s", "tts_first_chunk_s", "rest_s")
+    ratios = [r["total_s"] / s["sum_s"] for r, s in zip(results, alone, strict=True) if "rest_s" in r]
+    first_tokens = [r["first_token_s"] for r in chat if r["first_token_s"] is not None]
+    stops = [r["stopped_after_s"] for r in barge if r["stopped_after_s"] is not None]
     return {
         "turns": len(results), "measured_turns": len(done),
-        "pipeline_ms": summary, "standalone_ms": alone,
+        "first_turn_total_s": results[0]["total_s"] if results else None,
+        "pipeline_ms": {key: pct([r[key] for r in done]) for key in keys},
+        "standalone_ms": {key: pct([r[key] for r in alone]) for key in
+                          ("stt_s", "llm_first_chunk_s", "tts_first_chunk_s", "sum_s")},
         "overhead_ratio": {"p50": round(statistics.median(ratios), 3) if ratios else None,
                            "mean": round(statistics.fmean(ratios), 3) if ratios else None},
-        "per_turn": results, "standalone_per_turn": standalone,
+        "barge_in_ms": {"stopped_after": pct(stops), "not_stopped": len(barge) - len(stops)},
+        "chat_first_token_ms": {"all": pct(first_tokens),
+                                "new_session": pct([r["first_token_s"] for r in chat
+                                                    if r["new_session"] and r["first_token_s"] is not None])},
+        "per_turn": results, "standalone_per_turn": alone, "barge_in_per_try": barge, "chat_per_message": chat,
         "note": "STT in the pipeline starts at the VAD stop (about 0.2 s after speech ends); 'rest' holds that, "
-                "the smart-turn wait, queues and transport. Standalone STT uses beam 5 like the pipeline.",
+                "the smart-turn wait, queues and transport. Barge-in is timed from the first sample of 'Stop.' "
+                "to the last loud frame the client heard. Memory questions search a real memory.",
     }
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=10)
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--barge-ins", type=int, default=5)
+    parser.add_argument("--chats", type=int, default=10)
     parser.add_argument("--routing", default="schema", choices=[m.value for m in ToolRouting])
+    parser.add_argument("--no-intent-router", action="store_true", help="let the LLM choose every tool (baseline)")
+    parser.add_argument("--name", default="voice_latency", help="result file name")
     parser.add_argument("--llm-url")
     parser.add_argument("--llm-model", default="local")
     args = parser.parse_args()
@@ -300,24 +438,30 @@ async def main() -> None:
     from models.llm_runtime import start_llm
 
     model_settings = ModelSettings(llm_base_url=None, ollama_host=None, allow_download=False)  # as in production
-    runtime = None
-    if args.llm_url:
-        client = LLMClient(args.llm_url, args.llm_model)
-    else:
-        runtime = await start_llm(model_settings, Path(tempfile.mkdtemp(prefix="annie-bench-")))
-        client = runtime.client
-    observer = StageObserver()
     with tempfile.TemporaryDirectory() as tmp:
-        settings = VoiceSettings(data_dir=Path(tmp), greeting="", tool_routing=ToolRouting(args.routing))
-        service = VoiceService(settings, model_settings, client, BenchMemory(), observers=lambda _s: [observer])
-        await service.start()
+        runtime = None
+        if args.llm_url:
+            client = LLMClient(args.llm_url, args.llm_model)
+        else:
+            runtime = await start_llm(model_settings, Path(tmp) / "run")
+            client = runtime.client
+        observer = StageObserver()
         try:
-            result = await run(service, observer, args.turns)
+            async with planted_memory(Path(tmp) / "memory", model_settings) as memory:
+                settings = VoiceSettings(data_dir=Path(tmp) / "voice", greeting="", tool_routing=ToolRouting(args.routing),
+                                         intent_router=not args.no_intent_router)
+                service = VoiceService(settings, model_settings, client, memory, observers=lambda _s: [observer])
+                await service.start()
+                try:
+                    result = await run(service, observer, args.turns, args.barge_ins, args.chats)
+                finally:
+                    await service.close()
         finally:
-            await service.close()
             if runtime:
                 await runtime.close()
-    write_result("voice_latency", {"model": client.model, "tool_routing": args.routing, **result})
+    write_result(args.name, {"model": client.model, "tool_routing": args.routing,
+                             "intent_router": not args.no_intent_router, "started": datetime.now(UTC).isoformat(),
+                             **result})
 
 
 if __name__ == "__main__":

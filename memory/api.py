@@ -1,7 +1,9 @@
 """The memory's HTTP API (mounted behind the access token by the web app).
 
 GET /v1/context, GET /v1/entities, GET /v1/stats, POST /v1/ingest/{session_id},
-GET /v1/sessions/{session_id}, GET /v1/daily. Bad parameters get a 422 that says what is wrong.
+GET /v1/sessions/{session_id}, GET /v1/daily. Bad parameters get a 422 that says what is wrong:
+dates outside the memory's window, non-finite numbers, text that is not valid Unicode
+(control characters are removed from query text).
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request
 
-from memory.capture import ID_PATTERN
+from memory.capture import EARLIEST, ID_PATTERN, LATEST, clean_text, in_window
 from memory.retrieval.recipes import RecipeName
 from memory.service import MemoryService, SearchRequest
 
 router = APIRouter(tags=["memory"])
 
+# Path patterns run on pydantic's regex engine, where "$" is only the end of the text.
 SessionId = Annotated[str, Path(pattern=ID_PATTERN, max_length=128, description="letters, digits, '_' and '-'")]
 
 
@@ -30,7 +33,18 @@ def _memory(request: Request) -> MemoryService:
 def _aware(value: datetime | None, name: str) -> datetime | None:
     if value is None:
         return None
+    if not in_window(value):
+        raise HTTPException(422, f"{name}: must be between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d}")
     return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _text(value: str | None, name: str) -> str | None:
+    if value is None:
+        return None
+    try:
+        return clean_text(value)
+    except ValueError as exc:
+        raise HTTPException(422, f"{name}: {exc}") from None
 
 
 @router.get("/v1/context")
@@ -38,7 +52,7 @@ async def context(
     request: Request,
     query: Annotated[str, Query(min_length=1, max_length=1000, description="what to look for")],
     limit: Annotated[int, Query(ge=1, le=50)] = 10,
-    hours_back: Annotated[float | None, Query(gt=0, le=24 * 365 * 20)] = None,
+    hours_back: Annotated[float | None, Query(gt=0, le=24 * 365 * 20, allow_inf_nan=False)] = None,
     start: Annotated[datetime | None, Query(description="ISO 8601, inclusive")] = None,
     end: Annotated[datetime | None, Query(description="ISO 8601, exclusive")] = None,
     speaker: Annotated[str | None, Query(max_length=200)] = None,
@@ -46,6 +60,7 @@ async def context(
     recipe: RecipeName = RecipeName.HYBRID,
     explain: bool = False,
 ) -> dict:
+    query, speaker = _text(query, "query"), _text(speaker, "speaker")
     if not query.strip():
         raise HTTPException(422, "query: must contain some text")
     start, end, now = _aware(start, "start"), _aware(end, "end"), _aware(now, "now")
@@ -89,7 +104,8 @@ async def ingest(request: Request, session_id: SessionId) -> dict:
     except FileNotFoundError:
         raise HTTPException(404, f"no capture file for session {session_id}") from None
     session = await service.session(session_id)
-    return {"session_id": session_id, "segments": session["segment_count"] if session else 0}
+    return {"session_id": session_id, "segments": session["segment_count"] if session else 0,
+            "not_indexed": await service.quarantined(session_id)}
 
 
 @router.get("/v1/sessions/{session_id}")
@@ -106,4 +122,6 @@ async def daily(
     day: Annotated[date, Query(alias="date", description="YYYY-MM-DD (UTC day)")],
 ) -> dict:
     """The day's reflection: sessions, people, topics, promises, decisions, mood, summary."""
+    if not EARLIEST.date() <= day < LATEST.date():
+        raise HTTPException(422, f"date: must be between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d}")
     return await _memory(request).daily(day)

@@ -18,6 +18,7 @@ import unicodedata
 from collections.abc import Iterable
 from datetime import datetime
 
+from memory.owner import OWNER
 from memory.retrieval.types import MemoryHit
 
 DEFAULT_BUDGET = 2000
@@ -76,6 +77,8 @@ def format_item(hit: MemoryHit, now: datetime) -> str:
     text = sanitize(hit.text)
     if hit.kind == "fact":
         return f'- Fact ({when}): "{text}"'
+    if hit.speaker == OWNER:  # the person Annie talks to: "you", never "the user"
+        return f'- You said ({when}): "{text}"'
     speaker = sanitize(hit.speaker, limit=40) or "Someone"
     return f'- {speaker} said ({when}): "{text}"'
 

@@ -25,6 +25,7 @@ from memory.embedding import DELETE_VECTORS, EMBED, SegmentEmbedding
 from memory.extraction import EXTRACT, ExtractionReport, Extractor
 from memory.extraction.job import ASSERTED_DEVICE, enqueue_asserted
 from memory.ingestion import FileIngestor
+from memory.query_batch import BatchingQueryEmbedder
 from memory.retrieval.filters import SearchFilters
 from memory.retrieval.recipes import RECIPES, RecipeName, SearchRecipe
 from memory.retrieval.search import SearchDeps, search
@@ -74,6 +75,7 @@ class MemoryService:
         self.gate = gate or PriorityGate()
         self.llm = llm
         self._embedder_task: asyncio.Task | None = None
+        self._query_embedder: BatchingQueryEmbedder | None = None
         self.embedding = SegmentEmbedding(pool, vectors, self.embedder) if vectors is not None else None
         self.extractor = Extractor(pool, settings.user_id, lambda: self.llm, self.gate)
         self.maintenance = NightlyMaintenance(pool, settings.user_id, lambda: self.gate.busy)
@@ -123,6 +125,12 @@ class MemoryService:
             self._embedder_task = asyncio.create_task(self._load_embedder())
         return await asyncio.shield(self._embedder_task)
 
+    async def query_embedder(self) -> BatchingQueryEmbedder:
+        """The embedder for search queries: concurrent queries share one model call."""
+        if self._query_embedder is None:
+            self._query_embedder = BatchingQueryEmbedder(await self.embedder())
+        return self._query_embedder
+
     # search ----------------------------------------------------------------------------
 
     async def search(self, request: SearchRequest) -> list[MemoryHit]:
@@ -132,7 +140,7 @@ class MemoryService:
             since = now - timedelta(hours=request.hours_back)
             start = max(start, since) if start else since
         filters = SearchFilters(self.settings.user_id, request.speaker, start, request.end)
-        deps = SearchDeps(self.pool, self.vectors, self.embedder)
+        deps = SearchDeps(self.pool, self.vectors, self.query_embedder)
         return await search(deps, request.query, self.recipes[request.recipe], filters, now=now, limit=request.limit)
 
     async def recent(self, *, days: float = BRIEFING_QUERY_DAYS, limit: int = 12, now: datetime | None = None) -> list[MemoryHit]:
@@ -158,7 +166,7 @@ class MemoryService:
 
     # tools (compact one-line-per-item text for the LLM) --------------------------------
 
-    async def search_memory(self, query: str, hours_back: float | None = None, limit: int = 5) -> str:
+    async def search_memory(self, query: str, hours_back: float | None = None, limit: int = 3) -> str:
         hits = await self.search(SearchRequest(query=query, hours_back=hours_back, limit=limit))
         return hit_lines(hits)
 
@@ -234,7 +242,22 @@ class MemoryService:
             "last_segment_at": row["last"].isoformat() if row["last"] else None,
             "vector_points": vector_points,
             "jobs": await jobs.counts(self.pool),
+            "quarantined": await self.pool.fetchval("SELECT count(*) FROM quarantine"),
+            "quarantine_recent": await self.quarantined(None, limit=10),
         }
+
+    async def quarantined(self, session_id: str | None, limit: int = 100) -> list[dict]:
+        """What could not be indexed (of one session, or of all), newest first, with the reason."""
+        rows = await self.pool.fetch(
+            """SELECT session_id, segment_id, line_no, reason, created_at FROM quarantine
+               WHERE $1::text IS NULL OR session_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2""",
+            session_id, limit,
+        )
+        return [
+            {"session_id": r["session_id"], "segment_id": r["segment_id"] or None, "line": r["line_no"],
+             "reason": r["reason"], "at": r["created_at"].isoformat()}
+            for r in rows
+        ]
 
     async def session(self, session_id: str) -> dict | None:
         row = await self.pool.fetchrow(

@@ -109,6 +109,9 @@ class LlamaServer:
                 stdout=logf,
                 stderr=logf,
                 preexec_fn=die_with_parent,
+                # Its own session: Ctrl-C in Annie's terminal reaches Annie only, and
+                # Annie stops the server in order (it no longer exits under her first).
+                start_new_session=True,
             )
         finally:
             logf.close()
@@ -157,7 +160,8 @@ class LlamaServer:
                 log.error("llama-server died (exit %s) too often; giving up. See %s", code, self.logfile)
                 return
             delay = min(2 ** (self.restarts - 1), 30)
-            log.warning("llama-server exited with %s; restarting in %d s", code, delay)
+            log.warning("llama-server stopped unexpectedly (exit code %s); restarting it in %d s. Its log: %s",
+                        code, delay, self.logfile)
             await asyncio.sleep(delay)
             try:
                 await self._spawn()

@@ -6,6 +6,7 @@
 - ``POST /api/offer``, ``PATCH /api/offer``: the same without ``/start`` (default choices)
 - ``GET /api/status``: models, backends, voices, sessions
 - ``POST /v1/chat``: one chat turn as server-sent events; ``GET /v1/chat/sessions``
+- ``POST /v1/warm``: the page loaded; warm the LLM's prompt cache for the next conversation
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pipecat.transports.smallwebrtc.request_handler import (
 )
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from memory.capture import clean_text
 from voice.chat import chat_turn
 from voice.service import VoiceError, VoiceService, VoiceSession
 
@@ -76,6 +78,12 @@ class ChatRequest(_Strict):
     message: str = Field(min_length=1)
     session_id: str | None = Field(default=None, pattern=ID, max_length=128)
     llm_backend: str | None = Field(default=None, max_length=64)
+
+    @field_validator("message")
+    @classmethod
+    def _normalised(cls, value: str) -> str:
+        """Control characters (NUL among them) removed; an unpaired surrogate refused."""
+        return clean_text(value)
 
 
 def _fail(exc: VoiceError) -> HTTPException:
@@ -182,10 +190,18 @@ async def chat(request: Request, body: ChatRequest) -> StreamingResponse:
         except RuntimeError as exc:
             raise HTTPException(503, str(exc)) from exc
     return StreamingResponse(
-        chat_turn(session, body.message, service.gate),
+        chat_turn(session, body.message, service.gate, service.primer),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+@router.post("/v1/warm", status_code=202)
+async def warm(request: Request) -> dict:
+    """The page has loaded: have the LLM read the start of the next conversation now."""
+    service = _service(request)
+    service.primer.warm_soon()
+    return {"status": "warming"}
 
 
 @router.get("/v1/chat/sessions")

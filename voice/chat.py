@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.worker import PriorityGate
-from voice.agent import Agent, ContextMessage, TextDelta, ToolUse, TurnDone
+from voice.agent import Agent, ContextMessage, TextDelta, ToolStart, ToolUse, TurnDone
+from voice.primer import PromptPrimer
 from voice.recorder import ConversationRecorder, Device
 from voice.settings import VoiceSettings
 
@@ -79,16 +80,18 @@ class ChatSessions:
         return session
 
 
-async def chat_turn(session: ChatSession, message: str, gate: PriorityGate | None = None) -> AsyncIterator[bytes]:
+async def chat_turn(session: ChatSession, message: str, gate: PriorityGate | None = None,
+                    primer: PromptPrimer | None = None) -> AsyncIterator[bytes]:
     """The SSE stream of one chat turn; tool-call text never appears in it. ``gate`` is
-    held for the turn, so background memory work waits for it."""
+    held for the turn, so background memory work waits for it; ``primer`` gives a new
+    session the briefing whose prompt the LLM has already read."""
     async with session.lock, (gate or PriorityGate()).live_turn():
         session.last_used = time.time()
         yield sse({"type": "session", "session_id": session.id, "llm_backend": session.backend})
         agent = session.agent
         if not session.messages:
-            briefing = await agent.briefing()
-            session.messages.append({"role": "system", "content": agent.system_prompt(briefing, voice=False)})
+            briefing = await primer.session_briefing() if primer is not None else None
+            session.messages.append({"role": "system", "content": agent.system_prompt(briefing)})
         user_at = time.time()
         user_index = len(session.messages)
         session.messages.append({"role": "user", "content": message})
@@ -99,6 +102,8 @@ async def chat_turn(session: ChatSession, message: str, gate: PriorityGate | Non
                 if isinstance(event, TextDelta):
                     reply_at = reply_at or time.time()
                     yield sse({"type": "token", "text": event.text})
+                elif isinstance(event, ToolStart):
+                    yield sse({"type": "tool_start", "name": event.name})
                 elif isinstance(event, ToolUse):
                     payload: dict[str, Any] = {"type": "tool_use", "name": event.name, "arguments": event.arguments,
                                                "ok": event.ok}

@@ -1,11 +1,13 @@
 """The voice pipeline: SmallWebRTC in -> Whisper -> user aggregator (Silero VAD,
-smart-turn v3) -> the agent -> Kokoro (sentence by sentence) -> SmallWebRTC out ->
-assistant aggregator.
+smart-turn v3) -> the agent -> first clause, then sentences -> Kokoro -> SmallWebRTC out
+-> what was spoken to the page -> assistant aggregator.
 
 Models load once per process (:class:`VoiceModels`); a session only builds the small
 per-connection processors around them. The page hears about the conversation over the
-WebRTC data channel: ``{"type": "transcript", "role": "user"|"assistant", "text", "final"}``,
-``{"type": "table", ...}``, ``{"type": "tool_use", "name"}`` and ``{"type": "state", "state"}``.
+WebRTC data channel: ``{"type": "transcript", "role": "user"|"assistant", "text", "final"}``
+(the assistant's words as they are played), ``{"type": "table", ...}``,
+``{"type": "tool_use", "name"}`` and ``{"type": "state", "state"}`` (connected, listening,
+thinking, searching memory, speaking).
 """
 
 from __future__ import annotations
@@ -13,14 +15,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pipecat.audio.turn.smart_turn.local_smart_turn_v3 import LocalSmartTurnAnalyzerV3
 from pipecat.audio.utils import create_stream_resampler
 from pipecat.audio.vad.silero import SileroVADAnalyzer
 from pipecat.frames.frames import (
+    BotStartedSpeakingFrame,
+    BotStoppedSpeakingFrame,
     Frame,
     InterruptionFrame,
     LLMContextFrame,
@@ -29,6 +35,9 @@ from pipecat.frames.frames import (
     LLMTextFrame,
     OutputTransportMessageUrgentFrame,
     TranscriptionFrame,
+    TTSAudioRawFrame,
+    TTSTextFrame,
+    UserStartedSpeakingFrame,
 )
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.processors.aggregators.llm_context import LLMContext
@@ -36,6 +45,7 @@ from pipecat.processors.aggregators.llm_response_universal import (
     LLMContextAggregatorPair,
     LLMUserAggregatorParams,
 )
+from pipecat.processors.aggregators.llm_text_processor import LLMTextProcessor
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.services.kokoro.tts import KokoroTTSService
 from pipecat.services.tts_service import TTSService
@@ -49,7 +59,9 @@ from models.stt import WhisperSize, load_whisper, resolve_stt
 from models.tts import load_kokoro, resolve_tts_model, resolve_tts_voices
 from models.turn import resolve_turn
 from models.vad import resolve_vad
-from voice.agent import Agent, ContextMessage, TextDelta, ToolUse, TurnDone
+from voice.agent import FIXED_PHRASES, Agent, ContextMessage, TextDelta, ToolStart, ToolUse, TurnDone, last_user_text
+from voice.clause_aggregator import FirstClauseAggregator
+from voice.intent_rules import asks_to_stop
 from voice.recorder import ConversationRecorder
 from voice.settings import VoiceSettings
 from voice.textfilter import ToolTextFilter
@@ -67,24 +79,48 @@ class VoiceModels:
     kokoro: Any  # kokoro_onnx.Kokoro
     vad_path: Path
     turn_path: Path
+    # (voice, text) -> (samples, sample rate): Annie's fixed phrases, spoken without
+    # synthesis (a short phrase costs Kokoro about a second on two cores).
+    phrases: dict[tuple[str, str], tuple[Any, int]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, model_settings: ModelSettings, settings: VoiceSettings) -> VoiceModels:
         stt_path = resolve_stt(WhisperSize.TINY_EN, model_settings)
-        whisper = load_whisper(str(stt_path), settings.stt_compute_type)
+        whisper = load_whisper(str(stt_path), settings.stt_compute_type, settings.stt_threads)
         kokoro = load_kokoro(str(resolve_tts_model(model_settings)), str(resolve_tts_voices(model_settings)))
-        return cls(stt_path, whisper, kokoro, resolve_vad(model_settings), resolve_turn(model_settings))
+        models = cls(stt_path, whisper, kokoro, resolve_vad(model_settings), resolve_turn(model_settings))
+        if settings.voice in kokoro.voices:
+            for phrase in (*FIXED_PHRASES, settings.greeting):
+                if phrase:
+                    models.phrases[(settings.voice, phrase)] = kokoro.create(phrase, voice=settings.voice, lang="en-us")
+        return models
 
     @property
     def voices(self) -> list[str]:
         return sorted(self.kokoro.voices)
 
 
-class SharedWhisperSTTService(WhisperSTTService):
-    """Whisper STT over the process-wide faster-whisper model (no load per session)."""
+class _Decoding:
+    """The shared faster-whisper model with this service's decoding options."""
 
-    def __init__(self, *, models: VoiceModels, **kwargs: Any) -> None:
-        self._shared_model = models.whisper
+    def __init__(self, model: Any, **options: Any) -> None:
+        self._model = model
+        self._options = options
+
+    def transcribe(self, audio: Any, **kwargs: Any) -> Any:
+        return self._model.transcribe(audio, **{**kwargs, **self._options})
+
+
+class SharedWhisperSTTService(WhisperSTTService):
+    """Whisper STT over the process-wide faster-whisper model (no load per session).
+
+    A short spoken turn needs neither a wide beam nor timestamps: greedy decoding
+    (``beam_size`` 1 by default) of tiny.en takes about half the time of beam 5.
+    """
+
+    def __init__(self, *, models: VoiceModels, beam_size: int = 1, **kwargs: Any) -> None:
+        self._shared_model = _Decoding(models.whisper, beam_size=beam_size, without_timestamps=True,
+                                       condition_on_previous_text=False)
         super().__init__(
             device="cpu",
             settings=WhisperSTTService.Settings(model=str(models.stt_path), language=Language.EN),
@@ -105,7 +141,20 @@ class SharedKokoroTTSService(KokoroTTSService):
         if voice not in models.kokoro.voices:
             raise ValueError(f"Kokoro TTS voice {voice!r} is not in the voices file")
         self._kokoro = models.kokoro
+        self._phrases = models.phrases
         self._resampler = create_stream_resampler()
+
+    async def run_tts(self, text: str, context_id: str) -> AsyncGenerator[Frame, None]:
+        cached = self._phrases.get((self._settings.voice, text.strip()))
+        if cached is None:
+            async for frame in super().run_tts(text, context_id):
+                yield frame
+            return
+        samples, sample_rate = cached
+        await self.start_tts_usage_metrics(text)
+        audio = (np.asarray(samples) * 32767).astype(np.int16).tobytes()
+        yield TTSAudioRawFrame(audio=await self._resampler.resample(audio, sample_rate, self.sample_rate),
+                               sample_rate=self.sample_rate, num_channels=1, context_id=context_id)
 
 
 def page_message(message: dict[str, Any]) -> OutputTransportMessageUrgentFrame:
@@ -156,23 +205,25 @@ class ToolTextGuard(FrameProcessor):
         await self.push_frame(frame, direction)
 
 
-def _last_user_text(messages: list[dict[str, Any]]) -> str:
-    for message in reversed(messages):
-        if message.get("role") == "user":
-            content = message.get("content")
-            if isinstance(content, list):
-                return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-            return str(content or "")
-    return ""
+# What the page shows while a turn runs: "thinking" when the LLM step starts,
+# "searching memory" while a memory tool runs, "speaking" while the bot's audio plays,
+# "listening" otherwise.
+MEMORY_TOOLS = frozenset({"search_memory", "recall_entity", "daily_summary", "remember"})
+
+
+def turn_state(state: str) -> OutputTransportMessageUrgentFrame:
+    return page_message({"type": "state", "state": state})
 
 
 class AgentLLMProcessor(FrameProcessor):
     """The LLM step: runs the shared :class:`Agent` on each context frame.
 
     Only filtered reply text leaves as ``LLMTextFrame`` (tool-call text never reaches
-    TTS); tool calls and results are added to the context; tables and the live reply
-    go to the page. An interruption cancels the running turn (the base processor
-    cancels the task running ``process_frame``); what was said so far is recorded.
+    TTS); tool calls and results are added to the context; tables and the turn's state
+    go to the page (the reply's words reach the page as they are spoken, see
+    :class:`SpokenToPage`). A user turn that only asks Annie to stop ("Stop.",
+    "never mind") gets no reply. An interruption cancels the running turn (the base
+    processor cancels the task running ``process_frame``); what was said so far is recorded.
     """
 
     def __init__(self, agent: Agent, recorder: ConversationRecorder | None = None, **kwargs: Any) -> None:
@@ -194,9 +245,16 @@ class AgentLLMProcessor(FrameProcessor):
 
     async def _respond(self, context: LLMContext) -> None:
         messages = context.get_messages()
-        user_text = _last_user_text(messages)
+        user_text = last_user_text(messages)
+        if asks_to_stop(user_text):
+            # Barge-in already silenced the reply; "Stop." is not a question to answer.
+            if messages and messages[-1].get("role") == "user":
+                context.set_messages(messages[:-1])
+            await self.push_frame(turn_state("listening"))
+            return
         turn: dict[str, Any] = {"user": user_text, "user_at": time.time(), "reply_at": None, "text": []}
         self._turn = turn
+        await self.push_frame(turn_state("thinking"))
         await self.push_frame(LLMFullResponseStartFrame())
         try:
             async for event in self.agent.respond(messages):
@@ -204,19 +262,20 @@ class AgentLLMProcessor(FrameProcessor):
                     turn["reply_at"] = turn["reply_at"] or time.time()
                     turn["text"].append(event.text)
                     await self.push_frame(LLMTextFrame(event.text))
-                    await self.push_frame(page_message({"type": "transcript", "role": "assistant",
-                                                        "text": event.text, "final": False}))
                 elif isinstance(event, ContextMessage):
                     context.add_message(event.message)
+                elif isinstance(event, ToolStart):
+                    if event.name in MEMORY_TOOLS:
+                        await self.push_frame(turn_state("searching memory"))
                 elif isinstance(event, ToolUse):
                     await self.push_frame(page_message({"type": "tool_use", "name": event.name, "ok": event.ok}))
                     if event.table is not None:
                         await self.push_frame(page_message({"type": "table", **event.table.as_dict()}))
                 elif isinstance(event, TurnDone):
                     self.last_timings = event.timings
-                    await self.push_frame(page_message({"type": "transcript", "role": "assistant",
-                                                        "text": event.text, "final": True}))
         except asyncio.CancelledError:
+            # Interrupted, or the session ended mid-reply: the turn is still recorded.
+            self._record_interrupted()
             raise
         except Exception as exc:  # noqa: BLE001 - the session goes on; the page is told
             log.warning("voice turn failed: %s", exc)
@@ -236,6 +295,28 @@ class AgentLLMProcessor(FrameProcessor):
         asyncio.get_running_loop().create_task(self.recorder.record_turn(
             turn["user"], text + (" [interrupted]" if text else ""), user_at=turn["user_at"],
             reply_at=turn["reply_at"] or time.time()))
+
+
+class SpokenToPage(FrameProcessor):
+    """After the output transport: the reply's words go to the page as their audio is
+    played (an interrupted reply shows only what was heard), and the speaking state."""
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        if isinstance(frame, TTSTextFrame) and direction is FrameDirection.DOWNSTREAM and frame.text.strip():
+            # Each chunk is a clause or sentence without its surrounding space.
+            await self.push_frame(page_message({"type": "transcript", "role": "assistant",
+                                                "text": frame.text.strip() + " ", "final": False}),
+                                  FrameDirection.UPSTREAM)
+        elif isinstance(frame, BotStartedSpeakingFrame) and direction is FrameDirection.DOWNSTREAM:
+            await self.push_frame(turn_state("speaking"), FrameDirection.UPSTREAM)
+        elif isinstance(frame, BotStoppedSpeakingFrame) and direction is FrameDirection.DOWNSTREAM:
+            await self.push_frame(page_message({"type": "transcript", "role": "assistant", "text": "", "final": True}),
+                                  FrameDirection.UPSTREAM)
+            await self.push_frame(turn_state("listening"), FrameDirection.UPSTREAM)
+        elif isinstance(frame, UserStartedSpeakingFrame) and direction is FrameDirection.DOWNSTREAM:
+            await self.push_frame(turn_state("listening"), FrameDirection.UPSTREAM)
+        await self.push_frame(frame, direction)
 
 
 @dataclass
@@ -258,7 +339,7 @@ def build_pipeline(
     recorder: ConversationRecorder | None,
 ) -> VoicePipeline:
     """The processors of one voice session; ``transport`` None builds the middle only (tests)."""
-    stt = SharedWhisperSTTService(models=models)
+    stt = SharedWhisperSTTService(models=models, beam_size=settings.stt_beam_size)
     context = LLMContext(messages=[{"role": "system", "content": system_prompt}])
     user_agg, assistant_agg = LLMContextAggregatorPair(
         context,
@@ -272,8 +353,10 @@ def build_pipeline(
     )
     llm = AgentLLMProcessor(agent, recorder)
     tts = SharedKokoroTTSService(models=models, voice=voice, stop_frame_timeout_s=settings.tts_stop_frame_timeout_s)
-    processors: list[FrameProcessor] = [stt, UserTranscriptToPage(), user_agg, llm, ToolTextGuard(), tts]
+    # The first clause of a reply goes to the voice at once, then whole sentences.
+    clauses = LLMTextProcessor(text_aggregator=FirstClauseAggregator())
+    processors: list[FrameProcessor] = [stt, UserTranscriptToPage(), user_agg, llm, ToolTextGuard(), clauses, tts]
     if transport is not None:
         processors = [transport.input(), *processors, transport.output()]
-    processors.append(assistant_agg)
+    processors += [SpokenToPage(), assistant_agg]
     return VoicePipeline(Pipeline(processors), context, llm, stt, tts)

@@ -13,7 +13,7 @@ import time
 from enum import StrEnum
 from pathlib import Path
 
-from memory.capture import ASSISTANT_SPEAKER, CapturePayload, CaptureSegment, append_payload
+from memory.capture import ASSISTANT_SPEAKER, CapturePayload, CaptureSegment, append_payload, clean_text
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,9 @@ class ConversationRecorder:
                           reply_end: float | None = None) -> Path | None:
         """Append one turn; never raises (a failed write is logged)."""
         segments = []
-        user_text, assistant_text = user_text.strip(), assistant_text.strip()
+        # Control characters out first (NUL cannot be stored); an unpaired surrogate is dropped.
+        user_text, assistant_text = (clean_text(t.encode("utf-8", "replace").decode()).strip()
+                                     for t in (user_text, assistant_text))
         async with self._lock:
             n = self.turns
             self.turns += 1

@@ -27,12 +27,16 @@ from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
 from pipecat.workers.runner import WorkerRunner
 
 from memory.worker import PriorityGate
+from models.embed import Embedder, resolve_embed
 from models.llm_client import LLMClient
 from models.settings import ModelSettings
 from voice.agent import Agent
 from voice.chat import ChatSessions, new_session_id
+from voice.intent import IntentRouter
+from voice.logs import set_pipecat_log_level
 from voice.memory_port import MemoryPort
 from voice.pipeline import VoiceModels, build_pipeline, page_message
+from voice.primer import PromptPrimer
 from voice.recorder import ConversationRecorder, Device
 from voice.settings import VoiceSettings
 
@@ -87,6 +91,9 @@ class VoiceService:
         self.default_backend = backend_name
         self.backends: dict[str, LLMClient] = {backend_name: llm_client, **(extra_backends or {})}
         self.chat = ChatSessions(settings)
+        # Keeps the start of the next conversation in the default LLM's prompt cache.
+        self.primer = PromptPrimer(llm_client, memory, settings)
+        self.intents: IntentRouter | None = None
         self.models: VoiceModels | None = None
         self._handler: SmallWebRTCRequestHandler | None = None
         self._sessions: dict[str, VoiceSession] = {}
@@ -94,7 +101,12 @@ class VoiceService:
 
     # -- lifecycle ---------------------------------------------------------------
     async def start(self) -> None:
-        """Load the speech models (once, off the event loop)."""
+        """Load the speech models and the intent router (once, off the event loop), and
+        start warming the LLM's prompt cache."""
+        set_pipecat_log_level(self.settings.pipecat_log_level)
+        self.primer.warm_soon()
+        if self.intents is None and self.settings.intent_router:
+            self.intents = await asyncio.to_thread(self._load_intents)
         if self.models is None:
             started = time.perf_counter()
             self.models = await asyncio.to_thread(VoiceModels.load, self.model_settings, self.settings)
@@ -104,7 +116,17 @@ class VoiceService:
                                  f"choose one of {', '.join(self.models.voices[:8])}, ...")
         self._handler = SmallWebRTCRequestHandler(ice_servers=self.settings.ice_servers or None)
 
+    def _load_intents(self) -> IntentRouter:
+        started = time.perf_counter()
+        # Its own copy of the sentence model: memory's copy may be busy embedding a
+        # batch of segments, and a voice turn must not queue behind it.
+        embedder = Embedder(resolve_embed(self.model_settings))
+        router = IntentRouter(embedder.embed)
+        log.info("intent router ready in %.1f s", time.perf_counter() - started)
+        return router
+
     async def close(self) -> None:
+        await self.primer.close()
         sessions = list(self._sessions.values())
         for session in sessions:
             if session.worker is not None:
@@ -122,7 +144,7 @@ class VoiceService:
         client = self.backends.get(name)
         if client is None:
             raise VoiceError(400, f"unknown llm_backend {name!r}; available: {', '.join(self.backends)}")
-        return name, Agent(client, self.memory, self.settings)
+        return name, Agent(client, self.memory, self.settings, self.intents)
 
     def _voice(self, voice: str | None) -> str:
         voice = voice or self.settings.voice
@@ -150,6 +172,7 @@ class VoiceService:
             raise VoiceError(503, f"all {self.settings.max_voice_sessions} voice sessions are in use; try again later")
         session = VoiceSession(new_session_id("voice"), backend, chosen)
         self._sessions[session.id] = session
+        self.primer.warm_soon()  # the page connects next: have the prompt ready
         return session
 
     def session(self, session_id: str) -> VoiceSession:
@@ -210,10 +233,7 @@ class VoiceService:
         agent: Agent | None = None
         try:
             _, agent = self.agent(session.backend)
-            briefing = await agent.briefing()
-            system_prompt = agent.system_prompt(briefing, voice=True)
-            # While the page connects and the greeting plays, the LLM reads the fixed prompts.
-            agent.start_warming(system_prompt)
+            system_prompt = agent.system_prompt(await self.primer.session_briefing())
             recorder = ConversationRecorder(self.settings.transcripts_dir, session.id, Device.VOICE,
                                             stt_engine="faster-whisper tiny.en")
             transport = SmallWebRTCTransport(
@@ -257,8 +277,6 @@ class VoiceService:
         except Exception:
             log.exception("voice session %s failed", session.id)
         finally:
-            if agent is not None:
-                agent.stop_warming()
             session.state = "ended"
             self._sessions.pop(session.id, None)
             try:
@@ -277,6 +295,7 @@ class VoiceService:
             "voices": self.models.voices if self.models else [],
             "default_voice": self.settings.voice,
             "tool_routing": self.settings.tool_routing.value,
+            "intent_router": self.intents is not None,
             "voice_sessions": [s.summary() for s in self._sessions.values()],
             "max_voice_sessions": self.settings.max_voice_sessions,
             "active_voice_sessions": self._active(),

@@ -35,7 +35,18 @@ class VoiceSettings(BaseSettings):
     tool_routing: ToolRouting = ToolRouting.SCHEMA
     # Seconds to wait for the memory briefing (and each memory tool) before going on without it.
     memory_timeout_s: float = 3.0
+    # A session takes the briefing the LLM has already read if it is at most this old
+    # (newer memories are still found by the memory tools) ...
+    briefing_max_age_s: float = 600.0
+    # ... and the page loading or a voice session starting refreshes it when it is older than this.
+    briefing_refresh_s: float = 60.0
+    # Choose the tool from the words and the nearest labelled examples when that is clear,
+    # asking the LLM only when it is not (off: the LLM chooses every time).
+    intent_router: bool = True
     tool_timeout_s: float = 10.0
+    # How long a memory tool (search, recall, daily summary, remember) may take before
+    # Annie says she cannot check her memory right now.
+    memory_tool_timeout_s: float = 5.0
     max_reply_tokens: int = 300
     reply_temperature: float = 0.3
     # Turns of conversation kept in the LLM context (older ones are dropped).
@@ -50,11 +61,17 @@ class VoiceSettings(BaseSettings):
     chat_session_idle_s: float = 3600.0
     max_message_chars: int = 4000
     stt_compute_type: str = "int8"
+    # CPU threads of the voice STT (0: the library's default of four, too many for two cores).
+    stt_threads: int = Field(default=2, ge=0, le=64)
+    # Beam width of the voice STT (tiny.en): 1 is greedy and about twice as fast as 5.
+    stt_beam_size: int = Field(default=1, ge=1, le=10)
     # Kokoro gives one audio chunk per sentence. The longest Kokoro may take to make one sentence before its audio is given up as
     # lost. Contexts are closed explicitly at the end of a turn, so a long value costs
     # nothing; a short one silenced whole replies when a long sentence took over 10 s on
     # a busy 2-core machine.
     tts_stop_frame_timeout_s: float = 30.0
+    # Pipecat's own log lines at this level and above (DEBUG shows every frame event).
+    pipecat_log_level: str = Field(default="INFO", pattern=r"^(?i:trace|debug|info|success|warning|error|critical)$")
     # ICE servers for WebRTC (none needed on a LAN or loopback).
     ice_servers: list[str] = Field(default_factory=list)
 

@@ -173,25 +173,42 @@ def make_table(arguments: dict[str, Any]) -> Table:
     return Table(_cell(arguments.get("title") or "Table"), columns, table_rows)
 
 
-class ToolRunner:
-    """Runs one tool call; bounded by a timeout; failures become text for the model."""
+MEMORY_TOOLS = frozenset({Tool.SEARCH_MEMORY, Tool.REMEMBER, Tool.RECALL_ENTITY, Tool.DAILY_SUMMARY})
+# What the model reads when memory did not answer: say so, never answer from general knowledge.
+MEMORY_UNREACHABLE = ("Memory could not be checked right now. Tell the user you cannot check your memory right "
+                      "now and do not guess or name any person, place or date.")
 
-    def __init__(self, memory: MemoryPort | None, timeout_s: float = 10.0) -> None:
+
+class ToolRunner:
+    """Runs one tool call; bounded by a timeout; failures become text for the model.
+
+    Memory tools get ``memory_timeout_s`` (a conversation must not wait long for them)
+    and, when memory does not answer in time or fails, a result that tells the model
+    to say it cannot check its memory instead of guessing.
+    """
+
+    def __init__(self, memory: MemoryPort | None, timeout_s: float = 10.0,
+                 memory_timeout_s: float | None = None) -> None:
         self.memory = memory
         self.timeout_s = timeout_s
+        self.memory_timeout_s = memory_timeout_s or timeout_s
 
     async def run(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         arguments = arguments if isinstance(arguments, dict) else {}
+        memory_tool = name in MEMORY_TOOLS
+        timeout = self.memory_timeout_s if memory_tool else self.timeout_s
         try:
-            return await asyncio.wait_for(self._run(name, arguments), self.timeout_s)
+            return await asyncio.wait_for(self._run(name, arguments), timeout)
         except TimeoutError:
-            log.warning("tool %s timed out after %.1f s", name, self.timeout_s)
-            return ToolResult(name, arguments, f"{name} took too long and was stopped.", ok=False)
+            log.warning("tool %s timed out after %.1f s", name, timeout)
+            text = MEMORY_UNREACHABLE if memory_tool else f"{name} took too long and was stopped."
+            return ToolResult(name, arguments, text, ok=False)
         except ValueError as exc:
             return ToolResult(name, arguments, f"{name} failed: {exc}", ok=False)
         except Exception as exc:  # noqa: BLE001 - a failing tool must not end the conversation
             log.warning("tool %s failed: %s", name, exc)
-            return ToolResult(name, arguments, f"{name} is not available right now.", ok=False)
+            text = MEMORY_UNREACHABLE if memory_tool else f"{name} is not available right now."
+            return ToolResult(name, arguments, text, ok=False)
 
     async def _run(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         if name == Tool.THINK:
@@ -205,7 +222,7 @@ class ToolRunner:
             if not query:
                 raise ValueError("search_memory needs a query")
             if self.memory is None:
-                return ToolResult(name, arguments, "Memory is not available right now.", ok=False)
+                return ToolResult(name, arguments, MEMORY_UNREACHABLE, ok=False)
             hours = arguments.get("hours_back")
             hours = float(hours) if isinstance(hours, int | float) and hours > 0 else None
             found = await self.memory.search_memory(query, hours)
@@ -215,20 +232,20 @@ class ToolRunner:
             if not fact:
                 raise ValueError("remember needs a fact")
             if self.memory is None:
-                return ToolResult(name, arguments, "Memory is not available right now; nothing was stored.", ok=False)
+                return ToolResult(name, arguments, MEMORY_UNREACHABLE, ok=False)
             return ToolResult(name, arguments, (await self.memory.remember(fact)).strip() or "Remembered.")
         if name == Tool.RECALL_ENTITY:
             who = str(arguments.get("name") or "").strip()
             if not who:
                 raise ValueError("recall_entity needs a name")
             if self.memory is None:
-                return ToolResult(name, arguments, "Memory is not available right now.", ok=False)
+                return ToolResult(name, arguments, MEMORY_UNREACHABLE, ok=False)
             return ToolResult(name, arguments, (await self.memory.recall_entity(who)).strip() or f"Nothing known about {who}.")
         if name == Tool.DAILY_SUMMARY:
             day = str(arguments.get("date") or "").strip()
             if not DAY.fullmatch(day):
                 raise ValueError("daily_summary needs a date as YYYY-MM-DD")
             if self.memory is None:
-                return ToolResult(name, arguments, "Memory is not available right now.", ok=False)
+                return ToolResult(name, arguments, MEMORY_UNREACHABLE, ok=False)
             return ToolResult(name, arguments, (await self.memory.daily_summary(day)).strip() or f"Nothing known about {day}.")
         raise ValueError(f"there is no tool named {name!r}")

@@ -1,1 +1,1 @@
-from tests.voice.conftest import fixed_memory, voice_models, voice_server  # noqa: F401
+from tests.voice.conftest import fixed_memory, intent_router, voice_models, voice_server  # noqa: F401

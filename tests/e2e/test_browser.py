@@ -3,6 +3,7 @@ microphone playing a spoken question. Screenshots are kept in the test's tmp dir
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -47,12 +48,17 @@ async def test_page_talks_and_chats(voice_server, voice_models, tmp_path):
             await page.screenshot(path=artifacts / "1-ready.png")
 
             await page.click("#talk")
-            await expect(page.locator("#status")).to_contain_text("Connected", timeout=30_000)
+            await expect(page.locator("#status")).to_have_text(re.compile("Connected|Listening|Speaking"),
+                                                                timeout=30_000)
             user_line = page.locator("#transcript li.user").first
             await expect(user_line).to_contain_text("sister", ignore_case=True, timeout=120_000)
             reply = page.locator("#transcript li.assistant", has_text="Lisbon").first
             await expect(reply).to_contain_text("Lisbon", timeout=180_000)
             await page.screenshot(path=artifacts / "2-voice.png")
+            # The status line followed the turn: Annie was seen thinking, searching and speaking.
+            states = await page.evaluate("window.annieTurnStates")
+            assert "thinking" in states and "speaking" in states, states
+            assert states.index("thinking") < len(states) - 1 - states[::-1].index("speaking"), states
             await page.click("#talk")
             await expect(page.locator("#talk")).to_have_text("Talk")
 

@@ -89,3 +89,60 @@ async def test_spoken_question_is_answered_from_memory(voice_server, voice_model
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert {line["device_id"] for line in lines} == {"annie-voice"}
     assert any("sister" in seg["text"].lower() for line in lines for seg in line["segments"] if seg["speaker"] == "user")
+
+
+async def test_barge_in_stops_her_and_the_page_keeps_only_what_was_spoken(voice_server, voice_models, tmp_path):
+    from benchmarks.voice_latency import Mic, kokoro_pcm
+
+    loopback_ice()
+    mic = Mic()
+    pc = RTCPeerConnection()
+    pc.addTrack(mic)
+    messages: list[dict] = []
+    channel = pc.createDataChannel("annie")
+    channel.on("message", lambda m: messages.append(json.loads(m)))
+    pc.on("track", lambda track: asyncio.ensure_future(_record(track, [])))
+
+    async def wait_for(check, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not check():
+            assert time.monotonic() < deadline, f"timed out; page messages: {messages}"
+            await asyncio.sleep(0.1)
+
+    def states() -> list[str]:
+        return [m["state"] for m in messages if m.get("type") == "state"]
+
+    async with httpx.AsyncClient(base_url=voice_server.url, headers=voice_server.headers, timeout=30) as client:
+        session = (await client.post("/start", json={})).json()
+        await pc.setLocalDescription(await pc.createOffer())
+        answer = (await client.post(session["offer_url"], json={"sdp": pc.localDescription.sdp, "type": "offer"})).json()
+        await pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type=answer["type"]))
+        # The greeting plays first; then ask for something long.
+        await wait_for(lambda: "speaking" in states() and states()[-1] == "listening", 120)
+        mic.say(kokoro_pcm(voice_models.kokoro, "Tell me a long story about a dragon who learns to bake bread.")[0])
+        asked = len(messages)
+        await wait_for(lambda: any(m.get("type") == "transcript" and m["role"] == "assistant" and m["text"]
+                                   for m in messages[asked:]), 300)
+        await asyncio.sleep(1.5)
+        mic.say(kokoro_pcm(voice_models.kokoro, "Stop.")[0])
+        await wait_for(lambda: any(m.get("type") == "transcript" and m["role"] == "user" and "stop" in m["text"].lower()
+                                   for m in messages[asked:]), 60)
+        stopped = len(messages)
+        await asyncio.sleep(8)  # time enough for a reply to "Stop." if one were coming
+        await pc.close()
+
+    shown = "".join(m["text"] for m in messages[asked:stopped]
+                    if m.get("type") == "transcript" and m["role"] == "assistant").strip()
+    after = [m for m in messages[stopped:] if m.get("type") == "transcript" and m["role"] == "assistant" and m["text"]]
+    assert not after, f"'Stop.' was answered: {after}"
+    path = voice_server.service.settings.transcripts_dir / f"{session['session_id']}.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    segments = [seg for line in lines for seg in line["segments"]]
+    asked_at = next(i for i, seg in enumerate(segments) if seg["speaker"] == "user" and "dragon" in seg["text"].lower())
+    replies = [seg["text"] for seg in segments if seg["speaker"] == "annie"]
+    # What the LLM generated for the story (all of it, or up to the interruption).
+    generated = segments[asked_at + 1]["text"].removesuffix("[interrupted]").strip()
+    # The page shows the sentences that were played, never what was generated but not said.
+    assert shown and generated.startswith(shown.split(".")[0]), (shown, generated)
+    assert len(shown) < len(generated), (shown, generated)
+    assert not any("stop" in r.lower() and "sorry" in r.lower() for r in replies)

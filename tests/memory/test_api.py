@@ -38,7 +38,7 @@ async def test_every_endpoint_needs_the_token(client, method, url):
 async def test_ingest_then_context_stats_and_session(client):
     auth = {"X-Internal-Token": TOKEN}
     ingested = await client.post("/v1/ingest/s1", headers=auth)
-    assert ingested.json() == {"session_id": "s1", "segments": 2}
+    assert ingested.json() == {"session_id": "s1", "segments": 2, "not_indexed": []}
     context = await client.get("/v1/context", params={"query": "Priya Lisbon", "explain": "true", "recipe": "bm25",
                                                       "now": (T0 + timedelta(days=1)).isoformat()}, headers=auth)
     result = context.json()["results"][0]

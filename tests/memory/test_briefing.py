@@ -74,3 +74,13 @@ def test_relative_times():
 
 def test_sanitize_limits_length():
     assert len(sanitize("a" * 5000)) <= 600
+
+
+def test_the_owners_words_are_yours_in_the_briefing():
+    now = datetime(2026, 3, 20, 12, 0, tzinfo=UTC)
+    hits = [MemoryHit("segment", "s/1", "My sister Maya lives in Lisbon.", "user", now - timedelta(days=1)),
+            MemoryHit("segment", "s/2", "Is she still an architect?", "SPEAKER_1", now - timedelta(days=1))]
+    text = format_briefing(hits, now)
+    assert '- You said (yesterday): "My sister Maya lives in Lisbon."' in text
+    assert '- SPEAKER_1 said (yesterday): "Is she still an architect?"' in text
+    assert "user said" not in text

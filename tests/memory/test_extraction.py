@@ -262,8 +262,11 @@ async def test_extracts_people_and_places_from_a_real_transcript(memory_settings
     again = await service.extract_session("stm")  # idempotent: no second LLM run
     assert again.skipped and again.entities == 0
     assert await pool.fetchval("SELECT extracted_at FROM sessions WHERE session_id = 'stm'") is not None
-    hits = await service.search(SearchRequest(query="Where does Sheila live?", recipe=RecipeName.GRAPH))
-    assert hits and any("sheila" in h.text.casefold() for h in hits)
+    # Diane and Sheila are the conversation's own speakers, which the graph leg leaves out
+    # when matching a question; a place they talk about is matched.
+    place = sorted({"new jersey", "texas", "chicago"} & places)[0]
+    hits = await service.search(SearchRequest(query=f"What was said about {place.title()}?", recipe=RecipeName.GRAPH))
+    assert hits and any(place in h.text.casefold() for h in hits)
 
 
 @pytest.mark.slow

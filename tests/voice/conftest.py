@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from models.embed import Embedder, resolve_embed
 from tests.voice.support import FixedMemory, serve, voice_settings
+from voice.intent import IntentRouter
 from voice.pipeline import VoiceModels
 from voice.service import VoiceService
 
@@ -27,3 +29,9 @@ async def voice_server(model_settings, managed_llm, fixed_memory, tmp_path_facto
     async with serve(service) as server:
         yield server
     await service.close()
+
+
+@pytest.fixture(scope="session")
+def intent_router(model_settings) -> IntentRouter:
+    """The intent router over the real sentence model (no LLM)."""
+    return IntentRouter(Embedder(resolve_embed(model_settings)).embed)

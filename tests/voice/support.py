@@ -20,6 +20,7 @@ from fastapi import Depends, FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from memory.briefing import format_briefing
+from memory.owner import said_by
 from memory.retrieval.types import MemoryHit
 from voice.api import router
 from voice.service import VoiceService
@@ -34,13 +35,14 @@ SISTER = "My sister Priya lives in Lisbon, she moved there last spring."
 class FixedMemory:
     """A memory that holds a few fixed items; ``remember`` keeps facts in a list."""
 
-    def __init__(self, texts: list[str] | None = None, delay_s: float = 0.0) -> None:
+    def __init__(self, texts: list[str] | None = None, delay_s: float = 0.0, search_delay_s: float = 0.0) -> None:
         now = datetime.now(UTC)
         self.hits = [
             MemoryHit("segment", f"s1/{i}", text, "user", now - timedelta(days=2 + i), "s1")
             for i, text in enumerate(texts or [SISTER])
         ]
         self.delay_s = delay_s
+        self.search_delay_s = search_delay_s
         self.remembered: list[str] = []
         self.searches: list[str] = []
 
@@ -50,9 +52,10 @@ class FixedMemory:
 
     async def search_memory(self, query: str, hours_back: float | None = None) -> str:
         self.searches.append(query)
+        await asyncio.sleep(self.search_delay_s)
         words = {w.lower().strip("?.,!") for w in query.split() if len(w) > 2}
         found = [h for h in self.hits if words & {w.lower().strip("?.,!") for w in h.text.split()}] or self.hits
-        return "\n".join(f"- {h.speaker} said: {h.text}" for h in found)
+        return "\n".join(f"- {said_by(h.speaker)}: {h.text}" for h in found)
 
     async def remember(self, fact: str) -> str:
         self.remembered.append(fact)

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from tests.voice.support import parse_sse
+from voice.agent import STORED
 
 LONG = httpx.Timeout(240.0)
 SDP = "v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\n"
@@ -74,9 +75,19 @@ async def test_chat_remember_tool_stores_the_fact(voice_server, fixed_memory):
     uses = [e for e in events if e["type"] == "tool_use"]
     tokens = "".join(e["text"] for e in events if e["type"] == "token")
     assert "{" not in tokens and "remember(" not in tokens
-    # The small model usually picks the tool; when it does, the fact reaches memory.
-    if any(u["name"] == "remember" for u in uses):
-        assert any("level 3" in fact for fact in fixed_memory.remembered)
+    # The words ask for it: the tool runs without the LLM, and memory gets the user's own
+    # sentence, never a paraphrase; the acknowledgement is the fixed phrase.
+    assert [u["name"] for u in uses] == ["remember"]
+    assert fixed_memory.remembered[-1] == "My car is parked on level 3."
+    assert events[-1]["text"] == STORED
+
+
+async def test_the_page_can_ask_for_a_warm_up(voice_server):
+    async with httpx.AsyncClient(base_url=voice_server.url, headers=voice_server.headers) as client:
+        response = await client.post("/v1/warm", json={})
+    assert response.status_code == 202 and response.json() == {"status": "warming"}
+    await voice_server.service.primer.wait()
+    assert voice_server.service.primer.warm_ups >= 1
 
 
 ENDPOINTS = [
@@ -88,6 +99,7 @@ ENDPOINTS = [
     ("GET", "/api/status", None),
     ("POST", "/v1/chat", {"message": "hi"}),
     ("GET", "/v1/chat/sessions", None),
+    ("POST", "/v1/warm", {}),
 ]
 
 
@@ -101,9 +113,11 @@ async def test_every_endpoint_needs_the_token(voice_server, method, path, body, 
     assert "token" in response.json()["detail"]
 
 
-async def test_token_in_query_is_accepted_and_page_is_public(voice_server):
+async def test_token_in_query_only_for_event_streams_and_page_is_public(voice_server):
     async with httpx.AsyncClient(base_url=voice_server.url) as client:
-        assert (await client.get("/api/status", params={"token": voice_server.token})).status_code == 200
+        # A token in the URL ends up in logs and history: only EventSource, which cannot
+        # send headers, may use it; a plain request must send the header.
+        assert (await client.get("/api/status", params={"token": voice_server.token})).status_code == 401
         page = await client.get("/")
         assert page.status_code == 200 and "<html" in page.text.lower()
 

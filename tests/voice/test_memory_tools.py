@@ -10,7 +10,7 @@ from memory import graph
 from memory.service import MemoryService
 from tests.memory.conftest import memory_settings, pool  # noqa: F401 - fixtures
 from tests.voice.support import BrokenMemory
-from voice.tools import Tool, ToolRunner
+from voice.tools import MEMORY_UNREACHABLE, Tool, ToolRunner
 
 DAY = datetime(2026, 3, 19, 10, 0, tzinfo=UTC)
 
@@ -48,8 +48,8 @@ async def test_daily_summary_tool_checks_the_date_and_reads_the_day(service):
                                              (Tool.DAILY_SUMMARY, {"date": "2026-01-01"})])
 async def test_memory_tools_without_or_with_a_broken_memory_say_so(name, arguments):
     absent = await ToolRunner(None).run(name, arguments)
-    assert not absent.ok and "not available" in absent.text
+    assert not absent.ok and absent.text == MEMORY_UNREACHABLE
     broken = await ToolRunner(BrokenMemory()).run(name, arguments)
-    assert not broken.ok and "not available" in broken.text
+    assert not broken.ok and broken.text == MEMORY_UNREACHABLE
     empty = await ToolRunner(None).run(name, {})
     assert not empty.ok and "needs" in empty.text

@@ -18,11 +18,14 @@ from pipecat.frames.frames import (
 )
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.processors.aggregators.llm_context import LLMContext
+from pipecat.processors.aggregators.llm_text_processor import LLMTextProcessor
 from pipecat.tests.utils import SleepFrame, run_test
 
 from tests.voice.support import BrokenMemory, FixedMemory, voice_settings
-from voice.agent import Agent
+from voice.agent import STORED, Agent
+from voice.clause_aggregator import FirstClauseAggregator
 from voice.pipeline import AgentLLMProcessor, SharedKokoroTTSService, ToolTextGuard
+from voice.primer import PromptPrimer
 from voice.recorder import ConversationRecorder, Device
 
 TOOL_TEXT = [
@@ -59,10 +62,11 @@ async def test_reply_is_split_into_sentences_before_tts(voice_models):
 
 async def test_briefing_is_in_the_system_prompt_and_answers(managed_llm, tmp_path):
     memory = FixedMemory()
-    agent = Agent(managed_llm.client, memory, voice_settings(tmp_path))
-    briefing = await agent.briefing()
+    settings = voice_settings(tmp_path)
+    agent = Agent(managed_llm.client, memory, settings)
+    briefing = await PromptPrimer(managed_llm.client, memory, settings).fetch_briefing()
     assert briefing.startswith("<memory>") and "Lisbon" in briefing
-    system = agent.system_prompt(briefing, voice=True)
+    system = agent.system_prompt(briefing)
     context = LLMContext(messages=[{"role": "system", "content": system},
                                    {"role": "user", "content": "Where does my sister live?"}])
     recorder = ConversationRecorder(tmp_path / "transcripts", "voice-test1", Device.VOICE)
@@ -72,21 +76,26 @@ async def test_briefing_is_in_the_system_prompt_and_answers(managed_llm, tmp_pat
     assert "lisbon" in reply.lower()
     assert "{" not in reply and "tool_call" not in reply
     page = [f.message for f in down if isinstance(f, OutputTransportMessageUrgentFrame)]
-    assert page[-1] == {"type": "transcript", "role": "assistant", "text": reply.strip(), "final": True}
+    assert page[0] == {"type": "state", "state": "thinking"}
+    # The reply's words reach the page as they are spoken (SpokenToPage), not as generated.
+    assert not [m for m in page if m["type"] == "transcript"]
     line = json.loads((tmp_path / "transcripts" / "voice-test1.jsonl").read_text().splitlines()[0])
     assert line["device_id"] == "annie-voice"
     assert [s["speaker"] for s in line["segments"]] == ["user", "annie"]
     assert line["segments"][0]["text"] == "Where does my sister live?"
 
 
-async def test_memory_down_or_slow_starts_without_briefing(tmp_path, managed_llm):
+async def test_memory_down_or_slow_starts_without_briefing_and_says_so(tmp_path, managed_llm):
     settings = voice_settings(tmp_path, memory_timeout_s=0.5)
-    assert await Agent(managed_llm.client, BrokenMemory(), settings).briefing() == ""
+    assert await PromptPrimer(managed_llm.client, BrokenMemory(), settings).fetch_briefing() is None
     started = time.perf_counter()
-    assert await Agent(managed_llm.client, FixedMemory(delay_s=5), settings).briefing() == ""
+    assert await PromptPrimer(managed_llm.client, FixedMemory(delay_s=5), settings).fetch_briefing() is None
     assert time.perf_counter() - started < 3
-    system = Agent(managed_llm.client, None, settings).system_prompt("", voice=True)
-    assert "<memory>" not in system and "memory is down" not in system
+    unreachable = Agent(managed_llm.client, None, settings).system_prompt(None)
+    assert "<memory>" not in unreachable and "memory is down" not in unreachable
+    assert "cannot check your memory right now" in unreachable
+    empty = Agent(managed_llm.client, None, settings).system_prompt("")
+    assert "cannot check" not in empty and "holds nothing" in empty
 
 
 async def test_barge_in_stops_the_reply_and_records_what_was_said(managed_llm, tmp_path):
@@ -106,3 +115,33 @@ async def test_barge_in_stops_the_reply_and_records_what_was_said(managed_llm, t
     assert all(down.index(t) < interrupted_at for t in texts), "no reply text after the interruption"
     line = json.loads((tmp_path / "transcripts" / "voice-barge.jsonl").read_text().splitlines()[0])
     assert line["segments"][1]["text"].endswith("[interrupted]")
+
+
+async def test_the_first_tts_chunk_of_a_long_first_sentence_is_a_clause(voice_models):
+    tts = SharedKokoroTTSService(models=voice_models, voice="af_heart", stop_frame_timeout_s=30)
+    reply = ("Your sister Priya moved to Lisbon last spring, and she says the trams, the cafes and the light "
+             "by the river make it the loveliest city she has lived in. She is happy there.")
+    tokens = [w + " " for w in reply.split()]
+    frames = [LLMFullResponseStartFrame(), *[LLMTextFrame(t) for t in tokens], LLMFullResponseEndFrame(),
+              SleepFrame(sleep=10.0)]
+    pipeline = Pipeline([ToolTextGuard(), LLMTextProcessor(text_aggregator=FirstClauseAggregator()), tts])
+    down, _ = await run_test(pipeline, frames_to_send=frames)
+    spoken = [f.text.strip() for f in down if isinstance(f, TTSTextFrame)]
+    assert " ".join(spoken).split() == reply.split()
+    # Kokoro made the first audio from the first clause, not the whole 28-word sentence;
+    # the rest follows sentence by sentence.
+    assert spoken[:3] == ["Your sister Priya moved to Lisbon last spring,",
+                          reply.split(",", 1)[1].split(". ")[0].strip() + ".", "She is happy there."], spoken
+
+
+async def test_fixed_phrases_are_spoken_from_the_cache(voice_models):
+    assert ("af_heart", STORED) in voice_models.phrases
+    tts = SharedKokoroTTSService(models=voice_models, voice="af_heart", stop_frame_timeout_s=30)
+    frames = [LLMFullResponseStartFrame(), LLMTextFrame(STORED), LLMFullResponseEndFrame(), SleepFrame(sleep=2.0)]
+    down, _ = await run_test(Pipeline([LLMTextProcessor(text_aggregator=FirstClauseAggregator()), tts]),
+                             frames_to_send=frames)
+    audio = b"".join(f.audio for f in down if isinstance(f, TTSAudioRawFrame))
+    samples, rate = voice_models.phrases[("af_heart", STORED)]
+    assert [f.text.strip() for f in down if isinstance(f, TTSTextFrame)] == [STORED]
+    # All of the cached phrase, resampled to the output rate (16-bit mono).
+    assert abs(len(audio) / 2 / tts.sample_rate - len(samples) / rate) < 0.05

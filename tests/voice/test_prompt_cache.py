@@ -1,24 +1,77 @@
-"""Warming a voice session: the first turn reuses the LLM server's cached prompt."""
+"""The prompt primer: a new session's system prompt is already in the LLM server's
+cache, and a session's first turn never waits for a warm-up that is under way."""
 
 from __future__ import annotations
 
 import httpx
 import pytest
 
+from models.llm_client import LLMClient
 from tests.voice.support import FixedMemory, voice_settings
-from voice.agent import Agent
+from voice.agent import Agent, TextDelta
+from voice.primer import PromptPrimer
+
+
+class RecordingClient(LLMClient):
+    """The real client to the managed server, noting when each kind of request goes out."""
+
+    def __init__(self, base: LLMClient, events: list[str]) -> None:
+        super().__init__(base.base_url, base.model)
+        self.events = events
+
+    async def chat(self, messages, **kwargs):
+        self.events.append("warm-up sent" if kwargs.get("max_tokens") == 1 else "chat sent")
+        reply = await super().chat(messages, **kwargs)
+        if kwargs.get("max_tokens") == 1:
+            self.events.append("warm-up done")
+        return reply
+
+    async def stream(self, messages, **kwargs):
+        self.events.append("reply sent")
+        async for delta in super().stream(messages, **kwargs):
+            yield delta
 
 
 @pytest.mark.slow
-async def test_warm_leaves_the_system_prompt_cached(managed_llm, tmp_path):
-    agent = Agent(managed_llm.client, FixedMemory(), voice_settings(tmp_path))
-    system = agent.system_prompt(await agent.briefing(), voice=True)
-    await agent.warm(system)
+async def test_a_new_session_finds_its_system_prompt_cached(managed_llm, tmp_path):
+    settings = voice_settings(tmp_path)
+    primer = PromptPrimer(managed_llm.client, FixedMemory(), settings)
+    primer.warm_soon()
+    await primer.wait()
+    # What a session does: the briefing the LLM has read, the system prompt with the time.
+    system = Agent(managed_llm.client, None, settings).system_prompt(await primer.session_briefing())
     async with httpx.AsyncClient(base_url=managed_llm.client.base_url, timeout=300) as http:
         reply = (await http.post("chat/completions", json={
             "model": managed_llm.client.model, "max_tokens": 1,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": "Hello."}],
         })).json()
-    # llama-server reports how many prompt tokens it had to process for this request.
-    assert reply["usage"]["prompt_tokens"] > 200
-    assert reply["timings"]["prompt_n"] < 20, reply["timings"]
+    # llama-server reports how many prompt tokens it had to process for this request:
+    # only the time line and the user's message, not the persona, tools and briefing.
+    assert reply["usage"]["prompt_tokens"] > 300
+    assert reply["timings"]["prompt_n"] < 40, reply["timings"]
+
+
+@pytest.mark.slow
+async def test_the_first_turn_does_not_wait_for_a_warm_up(managed_llm, intent_router, tmp_path):
+    events: list[str] = []
+    client = RecordingClient(managed_llm.client, events)
+    # A long briefing the server has never seen: warming it takes seconds.
+    memory = FixedMemory([f"On day {i} I walked the dog called Biscuit along the canal to the bakery." for i in range(12)])
+    settings = voice_settings(tmp_path)
+    primer = PromptPrimer(client, memory, settings)
+    primer.warm_soon()
+    briefing = await primer.session_briefing()
+    assert briefing and "Biscuit" in briefing
+    agent = Agent(client, memory, settings, intent_router)
+    messages = [{"role": "system", "content": agent.system_prompt(briefing)},
+                {"role": "user", "content": "Hello Annie, nice to meet you."}]
+    async for event in agent.respond(messages):
+        if isinstance(event, TextDelta):
+            events.append("reply text")
+            break
+    await primer.wait()
+    try:
+        assert "warm-up sent" in events and "reply sent" in events
+        assert events.index("reply sent") < events.index("warm-up done"), events
+    finally:
+        await client.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from voice.agent import asks_to_recall, asks_to_store, asks_to_think, said_in
+from voice.intent_rules import asks_to_recall, asks_to_store, asks_to_think, said_in
 
 
 @pytest.mark.parametrize("message, recall, store", [

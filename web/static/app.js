@@ -98,10 +98,33 @@ function onPageMessage(event) {
       break;
     case "table": renderTable(message); break;
     case "tool_use": if (message.name !== "think") addLine("note", "Annie used " + message.name.replace("_", " ")); break;
-    case "state": if (message.state === "connected") setStatus("Connected. Speak any time.", "ok"); break;
+    case "state": showTurnState(message.state); break;
     case "error": addLine("error", message.message); break;
   }
 }
+
+// What Annie is doing in a voice session, as the server reports it.
+const TURN_STATES = {
+  connected: ["Connected. Speak any time.", "ok"],
+  listening: ["Listening…", "ok"],
+  thinking: ["Thinking…", "busy"],
+  "searching memory": ["Searching memory…", "busy"],
+  speaking: ["Speaking… (talk to interrupt)", "ok"],
+};
+
+function showTurnState(state) {
+  const shown = TURN_STATES[state];
+  if (shown) setStatus(shown[0], shown[1]);
+  document.body.dataset.turn = state;
+  turnStates.push(state); // the states seen, for the browser test
+}
+const turnStates = (window.annieTurnStates = []);
+
+const MEMORY_TOOLS = new Set(["search_memory", "recall_entity", "daily_summary", "remember"]);
+
+// Ask the server to have the language model read the start of a conversation now, so
+// the first answer does not wait for it. Best effort: a failure changes nothing.
+function warmUp() { api("/v1/warm", { method: "POST", body: "{}" }).catch(() => {}); }
 
 function waitForIce(peer) {
   if (peer.iceGatheringState === "complete") return Promise.resolve();
@@ -174,7 +197,8 @@ talkButton.addEventListener("click", () => {
 
 async function sendChat(message) {
   addLine("user", message);
-  const line = addLine("assistant", "…");
+  const line = addLine("assistant", "Thinking…");
+  line.classList.add("pending");
   let started = false;
   const body = { message };
   if (chatSessionId) body.session_id = chatSessionId;
@@ -202,9 +226,15 @@ async function sendChat(message) {
         if (!row.startsWith("data: ")) continue;
         const event = JSON.parse(row.slice(6));
         if (event.type === "session") chatSessionId = event.session_id;
-        else if (event.type === "token") { if (!started) { line.textContent = ""; started = true; } line.textContent += event.text; }
+        else if (event.type === "tool_start") {
+          if (!started && MEMORY_TOOLS.has(event.name)) { line.textContent = "Searching memory…"; turnStates.push("chat: searching memory"); }
+        }
+        else if (event.type === "token") {
+          if (!started) { line.textContent = ""; line.classList.remove("pending"); started = true; }
+          line.textContent += event.text;
+        }
         else if (event.type === "tool_use") { if (event.table) renderTable(event.table); }
-        else if (event.type === "done") { line.textContent = event.text || line.textContent; }
+        else if (event.type === "done") { line.classList.remove("pending"); line.textContent = event.text || line.textContent; }
         else if (event.type === "error") { line.className = "error"; line.textContent = event.message; }
       }
     }
@@ -234,6 +264,7 @@ $("token-form").addEventListener("submit", async (event) => {
     await api("/api/status");
     $("token-panel").hidden = true;
     setStatus("Ready. Press Talk or type a message.", "ok");
+    warmUp();
   } catch (err) { setStatus(err.message, "bad"); }
 });
 
@@ -243,6 +274,6 @@ $("forget-token").addEventListener("click", () => { localStorage.removeItem(TOKE
   const fromUrl = new URLSearchParams(location.hash.slice(1)).get("token");
   if (fromUrl) { localStorage.setItem(TOKEN_KEY, fromUrl); history.replaceState(null, "", location.pathname); }
   if (!token()) { askForToken(); setStatus("Enter the access token to start.", "idle"); return; }
-  try { await api("/api/status"); setStatus("Ready. Press Talk or type a message.", "ok"); }
+  try { await api("/api/status"); setStatus("Ready. Press Talk or type a message.", "ok"); warmUp(); }
   catch (err) { setStatus(err.message, "bad"); }
 })();

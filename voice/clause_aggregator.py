@@ -1,0 +1,75 @@
+"""Cut the first chunk of a spoken reply at its first clause, then whole sentences.
+
+Kokoro makes one chunk of audio per call and takes longer for a longer text, so the
+wait before Annie's first word grows with her first sentence. :class:`FirstClauseAggregator`
+lets the first text go to the voice as soon as it holds a clause: at a comma, colon,
+semicolon or dash after at least ``min_words`` words, or after ``max_words`` words
+without one. The rest of the reply goes sentence by sentence, as pipecat's own
+aggregator does, which keeps the voice's intonation over whole sentences.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+
+from pipecat.utils.text.base_text_aggregator import Aggregation, TextType
+from pipecat.utils.text.simple_text_aggregator import SimpleTextAggregator
+
+_CLAUSE_END = re.compile(r"[,;:]\s|\s[-–—]\s")
+_WORD = re.compile(r"\S+")
+
+
+class FirstClauseAggregator(SimpleTextAggregator):
+    def __init__(self, *, min_words: int = 2, max_words: int = 8, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.min_words = min_words
+        self.max_words = max_words
+        self._first_sent = False
+
+    def _first_clause(self) -> str | None:
+        """The leading clause of the buffer when it is ready to be spoken, else None."""
+        text = self._text
+        for match in _CLAUSE_END.finditer(text):
+            head = text[: match.start() + 1]
+            if len(head.split()) >= self.min_words:
+                return head
+        words = list(_WORD.finditer(text))
+        # Only whole words: the buffer must end in a space after max_words of them.
+        if len(words) > self.max_words or (len(words) == self.max_words and text[-1:].isspace()):
+            return text[: words[self.max_words - 1].end()]
+        return None
+
+    async def aggregate(self, text: str) -> AsyncIterator[Aggregation]:
+        if self._first_sent or self._aggregation_type == TextType.TOKEN:
+            async for aggregation in super().aggregate(text):
+                self._first_sent = True
+                yield aggregation
+            return
+        for i, char in enumerate(text):
+            self._text += char
+            sentence = await self._check_sentence_with_lookahead(char)
+            if sentence is not None:
+                self._first_sent = True
+                yield sentence
+            elif (clause := self._first_clause()) is not None:
+                self._text = self._text[len(clause):]
+                self._lookahead_state = type(self._lookahead_state).IDLE
+                self._first_sent = True
+                yield Aggregation(text=clause.strip(), type=TextType.SENTENCE)
+            if self._first_sent:
+                async for aggregation in super().aggregate(text[i + 1:]):
+                    yield aggregation
+                return
+
+    async def flush(self) -> Aggregation | None:
+        self._first_sent = False
+        return await super().flush()
+
+    async def handle_interruption(self) -> None:
+        self._first_sent = False
+        await super().handle_interruption()
+
+    async def reset(self) -> None:
+        self._first_sent = False
+        await super().reset()

@@ -1,0 +1,112 @@
+"""Labelled example utterances for the intent router, one tuple per action.
+
+Everyday wording of what people say to a voice assistant. The router embeds them once
+and compares each new utterance with its nearest examples. Keep them varied (short and
+long, polite and blunt, with and without names) and never copy an utterance of the
+routing benchmark here: that would measure the examples, not the router.
+"""
+
+from __future__ import annotations
+
+from voice.tools import DIRECT, Tool
+
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    DIRECT: (
+        "Hey, how's it going?",
+        "Hello Annie.",
+        "Good evening, how was your day?",
+        "Thank you so much.",
+        "Okay, bye for now.",
+        "What is the boiling point of water?",
+        "Who wrote Romeo and Juliet?",
+        "How many days are there in a leap year?",
+        "Why do cats purr?",
+        "Tell me something funny.",
+        "Give me a fun fact about octopuses.",
+        "How do I get a red wine stain out of a shirt?",
+        "What should I cook for dinner tonight?",
+        "Any tips for falling asleep faster?",
+        "Can you say that again?",
+        "Please talk a little louder.",
+        "Translate good night into Spanish.",
+        "What's a synonym for happy?",
+        "How long should I steep black tea?",
+        "Recommend a good book for a long flight.",
+        "What time is it?",
+        "What day of the week is it today?",
+        "I'm feeling a bit tired today.",
+        "That's great, thanks.",
+        "Can you help me write a short birthday message?",
+        "Sing me a song.",
+    ),
+    Tool.SEARCH_MEMORY: (
+        "What did Julia say about her new job?",
+        "Did I mention where I left my keys?",
+        "What was that movie Ben told me to watch?",
+        "When did I last talk to my dad?",
+        "What did we talk about at lunch on Friday?",
+        "Where does my brother work?",
+        "What's my neighbour's name again?",
+        "Who did I meet at the conference?",
+        "What did the doctor tell me last month?",
+        "Did Sam say when he is coming back?",
+        "What time is my flight on Thursday?",
+        "Where did I say we should go for our anniversary?",
+        "What did my wife want for her birthday?",
+        "Which hotel did we book in Madrid?",
+        "What was the plumber's quote?",
+        "What did I promise to do for Emma?",
+        "When is my niece's graduation?",
+        "How old is my grandmother?",
+        "What did we decide about the holiday?",
+        "What's my daughter's teacher called?",
+        "Do you remember what I told you about my cousin?",
+        "Tell me one thing you remember about me.",
+    ),
+    Tool.REMEMBER: (
+        "Remember that the spare key is under the blue pot.",
+        "My son's football practice is on Wednesdays.",
+        "I moved to Bristol last year.",
+        "My partner's name is Alex.",
+        "Make a note that the car needs an oil change in March.",
+        "Don't forget that I owe Karen twenty pounds.",
+        "I'm vegetarian.",
+        "My passport expires in 2028.",
+        "Keep in mind I work night shifts on weekends.",
+        "Please note my gym locker number is 214.",
+        "I started learning the piano in September.",
+        "My sister is getting married in June.",
+        "Remember I promised to call grandma on Sunday.",
+        "Our wedding anniversary is the 3rd of May.",
+    ),
+    Tool.RECALL_ENTITY: (
+        "What do you know about Hannah?",
+        "Tell me what you know about Doctor Patel.",
+        "What do you remember about Berlin?",
+        "Everything you know about my colleague Omar, please.",
+        "What do you have on Uncle Joe?",
+        "What do you know about the Henderson project?",
+    ),
+    Tool.DAILY_SUMMARY: (
+        "How did my Monday go?",
+        "Summarize my day.",
+        "What happened yesterday?",
+        "Give me a recap of last Tuesday.",
+        "How was today overall?",
+        "What did my day look like on the 2nd of March?",
+    ),
+    Tool.RENDER_TABLE: (
+        "Make a table of my weekly chores.",
+        "Show the seven continents in a table with their populations.",
+        "Can you put my shopping list in a table?",
+        "Create a table comparing trains and buses to the airport.",
+        "Draw up a table of the months and their number of days.",
+    ),
+    Tool.THINK: (
+        "Work out step by step how long it takes to drive 300 km at 90 km an hour.",
+        "Think it through: if I save 50 a week, when do I reach 2000?",
+        "Plan step by step how to move house in one weekend.",
+        "Figure out step by step what 18 percent of 240 is.",
+        "Think carefully about the best order to run my errands.",
+    ),
+}

@@ -1,0 +1,124 @@
+"""Keep the LLM server's prompt cache holding the start of the next conversation.
+
+Every session (voice or chat) begins with the same system prompt up to its last line:
+the fixed prefix, the day and the memory briefing (:mod:`voice.prompts`). The primer
+fetches the briefing and has the LLM read that prompt ahead of time, at server start,
+when the page loads and when a voice session is created, so a session's first turn
+finds it cached instead of reading it (seconds of prompt processing on a small CPU).
+
+A session never waits for a warm-up: it takes the newest briefing whose warm-up has
+finished if it is recent enough, and a fresh one otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+from models.llm_client import LLMClient
+from voice.memory_port import MemoryPort
+from voice.prompts import router_messages, system_prompt
+from voice.settings import ToolRouting, VoiceSettings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Briefing:
+    text: str | None  # None: memory could not be reached
+    fetched_at: float  # monotonic
+
+
+class PromptPrimer:
+    def __init__(self, llm: LLMClient, memory: MemoryPort | None, settings: VoiceSettings) -> None:
+        self.llm = llm
+        self.memory = memory
+        self.settings = settings
+        self._latest: Briefing | None = None
+        self._ready: Briefing | None = None  # its prompt has been read by the LLM
+        self._warmed_prefix: str | None = None
+        self._router_warm = False
+        self._task: asyncio.Task | None = None
+        self.warm_ups = 0  # completed warm-ups that sent a new prompt (for status and tests)
+
+    async def fetch_briefing(self, now: datetime | None = None) -> str | None:
+        """The memory briefing; "" when memory is empty or absent, None when it did not answer in time."""
+        if self.memory is None:
+            return ""
+        try:
+            return await asyncio.wait_for(self.memory.briefing(now=now), self.settings.memory_timeout_s) or ""
+        except TimeoutError:
+            log.warning("memory briefing took longer than %.1f s; the session starts without it",
+                        self.settings.memory_timeout_s)
+        except Exception as exc:  # noqa: BLE001 - memory being down must not stop a conversation
+            log.warning("memory briefing failed (%s); the session starts without it", exc)
+        return None
+
+    def _fresh(self, briefing: Briefing | None, max_age_s: float) -> bool:
+        return briefing is not None and time.monotonic() - briefing.fetched_at <= max_age_s
+
+    async def session_briefing(self) -> str | None:
+        """The briefing for a new session, without waiting for any warm-up."""
+        if self._fresh(self._ready, self.settings.briefing_max_age_s):
+            return self._ready.text
+        if self._fresh(self._latest, self.settings.briefing_refresh_s):
+            return self._latest.text
+        text = await self.fetch_briefing()
+        self._latest = Briefing(text, time.monotonic())
+        self.warm_soon()
+        return text
+
+    def prefix(self, briefing: str | None, now: datetime | None = None) -> str:
+        """The system prompt without its last line (the time), which is what can be cached."""
+        prompt = system_prompt(briefing, self.settings.tool_routing, now or datetime.now().astimezone())
+        return prompt.rsplit("\n\n", 1)[0]
+
+    def warm_soon(self) -> None:
+        """Refresh the briefing and warm the cache in the background, unless that is under
+        way or was done moments ago."""
+        if self._task is not None and not self._task.done():
+            return
+        if self._fresh(self._ready, self.settings.briefing_refresh_s) and self._router_warm:
+            return
+        self._task = asyncio.get_running_loop().create_task(self._refresh(), name="prompt-primer")
+
+    async def wait(self) -> None:
+        """Wait for a warm-up under way (tests and benchmarks)."""
+        if self._task is not None:
+            await asyncio.shield(self._task)
+
+    async def close(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - shutting down
+                pass
+
+    async def _refresh(self) -> None:
+        started = time.perf_counter()
+        fetched = Briefing(await self.fetch_briefing(), time.monotonic())
+        self._latest = fetched
+        prefix = self.prefix(fetched.text)
+        prompts = []
+        if prefix != self._warmed_prefix:
+            prompts.append([{"role": "system", "content": prefix}, {"role": "user", "content": "Hello."}])
+        if not self._router_warm and self.settings.tool_routing is ToolRouting.SCHEMA:
+            prompts.append(router_messages([{"role": "user", "content": "Hello."}]))
+        # One after the other, the conversation's prompt first: two at once would share
+        # the CPU and both be late.
+        for prompt in prompts:
+            try:
+                await self.llm.chat(prompt, max_tokens=1)
+            except Exception as exc:  # noqa: BLE001 - a warm-up is best effort
+                log.info("warming the LLM prompt cache failed: %s", exc)
+                return
+        if prompts:
+            self.warm_ups += 1
+            log.info("LLM prompt cache warmed in %.1f s", time.perf_counter() - started)
+        self._warmed_prefix = prefix
+        self._router_warm = True
+        self._ready = fetched
