@@ -12,7 +12,8 @@ At start the router finishes any forget a crash interrupted.
 from __future__ import annotations
 
 import logging
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, date, datetime
 from typing import Annotated, Literal
 
@@ -123,44 +124,41 @@ class CloseFact(BaseModel):
     reason: Literal["wrong"] = "wrong"
 
 
-def _correction_errors(exc: Exception) -> HTTPException:
-    if isinstance(exc, NotFound):
-        return HTTPException(404, str(exc))
-    if isinstance(exc, ConfirmationRequired):
-        return HTTPException(400, str(exc))
-    return HTTPException(409, str(exc))
+@contextmanager
+def correction_errors() -> Iterator[None]:
+    """A correction's refusal as a clear 4xx: 404 unknown id, 400 confirmation missing, 409 conflict."""
+    try:
+        yield
+    except NotFound as exc:
+        raise HTTPException(404, str(exc)) from None
+    except ConfirmationRequired as exc:
+        raise HTTPException(400, str(exc)) from None
+    except CorrectionError as exc:
+        raise HTTPException(409, str(exc)) from None
 
 
 @router.post("/v1/corrections/entities/{entity_id}/rename")
 async def rename_entity(request: Request, entity_id: EntityId, body: Rename) -> dict:
-    try:
+    with correction_errors():
         return await _corrections(request).rename(entity_id, body.name)
-    except (NotFound, CorrectionError) as exc:
-        raise _correction_errors(exc) from None
 
 
 @router.post("/v1/corrections/entities/{entity_id}/retype")
 async def retype_entity(request: Request, entity_id: EntityId, body: Retype) -> dict:
-    try:
+    with correction_errors():
         return await _corrections(request).retype(entity_id, body.type)
-    except (NotFound, CorrectionError) as exc:
-        raise _correction_errors(exc) from None
 
 
 @router.post("/v1/corrections/entities/merge")
 async def merge_entities(request: Request, body: Merge) -> dict:
-    try:
+    with correction_errors():
         return await _corrections(request).merge(body.keep_id, body.merge_id, confirm=body.confirm)
-    except (NotFound, CorrectionError, ConfirmationRequired) as exc:
-        raise _correction_errors(exc) from None
 
 
 @router.post("/v1/corrections/facts/{fact_id}/close")
 async def close_fact(request: Request, fact_id: EntityId, body: CloseFact | None = None) -> dict:
-    try:
+    with correction_errors():
         return await _corrections(request).close_fact(fact_id, reason=(body or CloseFact()).reason)
-    except NotFound as exc:
-        raise _correction_errors(exc) from None
 
 
 # forget ---------------------------------------------------------------------------------

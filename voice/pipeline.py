@@ -70,6 +70,10 @@ from voice.tools import TOOL_NAMES
 log = logging.getLogger(__name__)
 
 
+# Kokoro voice names start with the language: a = American English, b = British English.
+ENGLISH_VOICE_PREFIXES = ("a", "b")
+
+
 @dataclass
 class VoiceModels:
     """The speech models, loaded once and shared by every session."""
@@ -89,7 +93,7 @@ class VoiceModels:
         whisper = load_whisper(str(stt_path), settings.stt_compute_type, settings.stt_threads)
         kokoro = load_kokoro(str(resolve_tts_model(model_settings)), str(resolve_tts_voices(model_settings)))
         models = cls(stt_path, whisper, kokoro, resolve_vad(model_settings), resolve_turn(model_settings))
-        if settings.voice in kokoro.voices:
+        if settings.voice in models.voices:
             for phrase in (*FIXED_PHRASES, settings.greeting):
                 if phrase:
                     models.phrases[(settings.voice, phrase)] = kokoro.create(phrase, voice=settings.voice, lang="en-us")
@@ -97,7 +101,9 @@ class VoiceModels:
 
     @property
     def voices(self) -> list[str]:
-        return sorted(self.kokoro.voices)
+        """The English voices (American ``a*``, British ``b*``): Annie speaks English, and the
+        voices file's others (Japanese, Chinese, ...) read English text with their own sounds."""
+        return sorted(v for v in self.kokoro.voices if v[:1] in ENGLISH_VOICE_PREFIXES)
 
 
 class _Decoding:
@@ -138,8 +144,8 @@ class SharedKokoroTTSService(KokoroTTSService):
         settings = KokoroTTSService.Settings(model=None, voice=voice, language=Language.EN, speed=1.0)
         TTSService.__init__(self, push_start_frame=True, push_stop_frames=True, settings=settings,
                             stop_frame_timeout_s=stop_frame_timeout_s, **kwargs)
-        if voice not in models.kokoro.voices:
-            raise ValueError(f"Kokoro TTS voice {voice!r} is not in the voices file")
+        if voice not in models.voices:
+            raise ValueError(f"Kokoro TTS voice {voice!r} is not one of the English voices")
         self._kokoro = models.kokoro
         self._phrases = models.phrases
         self._resampler = create_stream_resampler()

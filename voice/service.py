@@ -111,8 +111,8 @@ class VoiceService:
             started = time.perf_counter()
             self.models = await asyncio.to_thread(VoiceModels.load, self.model_settings, self.settings)
             log.info("voice models loaded in %.1f s", time.perf_counter() - started)
-            if self.settings.voice not in self.models.kokoro.voices:
-                raise ValueError(f"ANNIE_VOICE={self.settings.voice!r} is not a Kokoro voice; "
+            if self.settings.voice not in self.models.voices:
+                raise ValueError(f"ANNIE_VOICE={self.settings.voice!r} is not one of Kokoro's English voices; "
                                  f"choose one of {', '.join(self.models.voices[:8])}, ...")
         self._handler = SmallWebRTCRequestHandler(ice_servers=self.settings.ice_servers or None)
 
@@ -150,8 +150,8 @@ class VoiceService:
         voice = voice or self.settings.voice
         if self.models is None:
             raise VoiceError(503, "the voice models are not loaded yet")
-        if voice not in self.models.kokoro.voices:
-            raise VoiceError(400, f"unknown voice {voice!r}; for example: {', '.join(self.models.voices[:6])}")
+        if voice not in self.models.voices:
+            raise VoiceError(400, f"unknown voice {voice!r} (Annie speaks with Kokoro's English voices); for example: {', '.join(self.models.voices[:6])}")
         return voice
 
     # -- voice sessions ----------------------------------------------------------

@@ -7,6 +7,7 @@ rebinding guard); the OpenAPI schema is served behind the token like the API.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -45,6 +46,16 @@ def _host_name(value: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
+def _is_address(name: str) -> bool:
+    """An IP address literal: DNS rebinding needs a name the attacker controls, so a Host
+    that is an address (a phone posting to the computer's LAN address) is let through."""
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
 class GuardMiddleware:
     """Security headers on every HTTP response; 421 for a Host that is not ours."""
 
@@ -57,7 +68,8 @@ class GuardMiddleware:
             await self.app(scope, receive, send)
             return
         host = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"), "")
-        if _host_name(host) not in self.hosts:
+        name = _host_name(host)
+        if name not in self.hosts and not _is_address(name):
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1008})
                 return

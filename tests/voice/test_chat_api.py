@@ -124,6 +124,7 @@ async def test_token_in_query_only_for_event_streams_and_page_is_public(voice_se
 
 BAD = [
     ("POST", "/start", {"voice": "no_such_voice"}, 400),
+    ("POST", "/start", {"voice": "jf_alpha"}, 400),  # in the voices file, but not an English voice
     ("POST", "/start", {"llm_backend": "nope"}, 400),
     ("POST", "/start", {"extra": 1}, 422),
     ("POST", "/sessions/voice-unknown/api/offer", {"sdp": SDP, "type": "offer"}, 404),
@@ -167,3 +168,4 @@ async def test_start_then_status(voice_server):
     assert started["voice"] == "af_bella" and started["state"] == "waiting for offer"
     assert any(s["session_id"] == started["session_id"] for s in status["voice_sessions"])
     assert status["models_loaded"] and "af_heart" in status["voices"]
+    assert all(v[0] in "ab" for v in status["voices"]) and len(status["voices"]) >= 20

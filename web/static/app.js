@@ -2,9 +2,6 @@
 // No libraries and nothing from the network but this server.
 "use strict";
 
-const TOKEN_KEY = "annie-token";
-const $ = (id) => document.getElementById(id);
-const statusEl = $("status");
 const transcriptEl = $("transcript");
 const talkButton = $("talk");
 const chatForm = $("chat-form");
@@ -14,19 +11,6 @@ let pc = null;
 let channel = null;
 let chatSessionId = null;
 let botLine = null; // the assistant line being written right now
-
-function token() { return localStorage.getItem(TOKEN_KEY) || ""; }
-
-function setStatus(text, kind) {
-  statusEl.textContent = text;
-  statusEl.className = "status " + (kind || "idle");
-}
-
-function askForToken(message) {
-  $("token-panel").hidden = false;
-  if (message) setStatus(message, "bad");
-  $("token-input").focus();
-}
 
 function addLine(role, text) {
   const li = document.createElement("li");
@@ -66,25 +50,7 @@ function renderTable(table) {
   $("tables").prepend(el);
 }
 
-async function api(path, options = {}) {
-  const headers = Object.assign({ "Content-Type": "application/json", "X-Internal-Token": token() }, options.headers || {});
-  let response;
-  try {
-    response = await fetch(path, Object.assign({}, options, { headers }));
-  } catch (err) {
-    throw new Error("Annie's server cannot be reached. Is it running?");
-  }
-  if (response.status === 401) {
-    askForToken("The access token is missing or wrong.");
-    throw new Error("The access token is missing or wrong.");
-  }
-  if (!response.ok) {
-    let detail = response.statusText;
-    try { detail = (await response.json()).detail || detail; } catch (_) { /* not JSON */ }
-    throw new Error(detail);
-  }
-  return response;
-}
+const api = request;
 
 // ---- voice ---------------------------------------------------------------
 
@@ -254,26 +220,5 @@ chatForm.addEventListener("submit", async (event) => {
 
 // ---- token -------------------------------------------------------------------
 
-$("token-form").addEventListener("submit", async (event) => {
-  event.preventDefault();
-  const value = $("token-input").value.trim();
-  if (!value) return;
-  localStorage.setItem(TOKEN_KEY, value);
-  $("token-input").value = "";
-  try {
-    await api("/api/status");
-    $("token-panel").hidden = true;
-    setStatus("Ready. Press Talk or type a message.", "ok");
-    warmUp();
-  } catch (err) { setStatus(err.message, "bad"); }
-});
-
-$("forget-token").addEventListener("click", () => { localStorage.removeItem(TOKEN_KEY); askForToken(); });
-
-(async function init() {
-  const fromUrl = new URLSearchParams(location.hash.slice(1)).get("token");
-  if (fromUrl) { localStorage.setItem(TOKEN_KEY, fromUrl); history.replaceState(null, "", location.pathname); }
-  if (!token()) { askForToken(); setStatus("Enter the access token to start.", "idle"); return; }
-  try { await api("/api/status"); setStatus("Ready. Press Talk or type a message.", "ok"); warmUp(); }
-  catch (err) { setStatus(err.message, "bad"); }
-})();
+setUpToken("/api/status", () => { setStatus("Ready. Press Talk or type a message.", "ok"); warmUp(); },
+           "Enter the access token to start.");

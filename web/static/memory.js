@@ -2,23 +2,7 @@
 // forget it. No libraries and nothing from the network but this server.
 "use strict";
 
-const TOKEN_KEY = "annie-token"; // shared with the conversation page
-const $ = (id) => document.getElementById(id);
-const statusEl = $("status");
 const RECIPES = ["hybrid", "hybrid_no_graph", "bm25", "vector", "graph"];
-
-function token() { return localStorage.getItem(TOKEN_KEY) || ""; }
-
-function setStatus(text, kind) {
-  statusEl.textContent = text;
-  statusEl.className = "status " + (kind || "idle");
-}
-
-function askForToken(message) {
-  $("token-panel").hidden = false;
-  if (message) setStatus(message, "bad");
-  $("token-input").focus();
-}
 
 function el(tag, props, ...children) {
   const node = document.createElement(tag);
@@ -37,21 +21,8 @@ function el(tag, props, ...children) {
 }
 
 async function api(path, options = {}) {
-  const headers = { "Content-Type": "application/json", "X-Internal-Token": token() };
-  let response;
-  try {
-    response = await fetch(path, Object.assign({}, options, { headers }));
-  } catch (err) {
-    throw new Error("Annie's server cannot be reached. Is it running?");
-  }
-  if (response.status === 401) {
-    askForToken("The access token is missing or wrong.");
-    throw new Error("The access token is missing or wrong.");
-  }
-  let body = null;
-  try { body = await response.json(); } catch (_) { /* not JSON */ }
-  if (!response.ok) throw new Error((body && body.detail) || response.statusText);
-  return body;
+  const response = await request(path, options);
+  try { return await response.json(); } catch (_) { return null; } // not JSON
 }
 
 const post = (path, body) => api(path, { method: "POST", body: JSON.stringify(body || {}) });
@@ -375,23 +346,5 @@ $("daily-form").addEventListener("submit", (event) => {
   renderDaily($("daily-date").value).catch((err) => setStatus(err.message, "bad"));
 });
 
-$("token-form").addEventListener("submit", async (event) => {
-  event.preventDefault();
-  const value = $("token-input").value.trim();
-  if (!value) return;
-  localStorage.setItem(TOKEN_KEY, value);
-  $("token-input").value = "";
-  try {
-    await api("/v1/stats");
-    $("token-panel").hidden = true;
-    await route();
-  } catch (err) { setStatus(err.message, "bad"); }
-});
-
-$("forget-token").addEventListener("click", () => { localStorage.removeItem(TOKEN_KEY); askForToken(); });
-
-(async function init() {
-  $("daily-date").value = new Date().toISOString().slice(0, 10);
-  if (!token()) { askForToken(); setStatus("Enter the access token to see the memory.", "idle"); return; }
-  try { await api("/v1/stats"); await route(); } catch (err) { setStatus(err.message, "bad"); }
-})();
+$("daily-date").value = new Date().toISOString().slice(0, 10);
+setUpToken("/v1/stats", route, "Enter the access token to see the memory.");
