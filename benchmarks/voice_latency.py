@@ -239,13 +239,23 @@ class Peer:
     def first_loud_after(self, t: float) -> float | None:
         return next((x for x in self.loud if x > t), None)
 
+    async def playing(self, timeout_s: float) -> bool:
+        """Wait until the bot's audio is audible right now (a frame in the last 60 ms)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.loud and time.monotonic() - self.loud[-1] < 0.06:
+                return True
+            await asyncio.sleep(0.01)
+        return False
+
     async def quiet(self, after: float, quiet_s: float, timeout_s: float) -> float | None:
-        """The last loud frame after ``after`` once the bot has been quiet for ``quiet_s``."""
+        """The last loud frame after ``after`` (``after`` itself when there was none) once the
+        bot has been quiet for ``quiet_s``; None when it was still loud at the timeout."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-            last = self.loud[-1] if self.loud and self.loud[-1] > after else None
-            if last is not None and time.monotonic() - last > quiet_s:
+            last = max(self.loud[-1], after) if self.loud else after
+            if time.monotonic() - last > quiet_s:
                 return last
         return None
 
@@ -289,9 +299,11 @@ async def barge_ins(peer: Peer, count: int, long_pcm: np.ndarray, stop_pcm: np.n
         while peer.first_loud_after(end) is None and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         await asyncio.sleep(2.0)  # she is in full flow
+        playing = await peer.playing(timeout_s=20.0)  # "Stop." while she is audible, not in a pause
         start, _ = await peer.say(stop_pcm)
         stopped = await peer.quiet(start, 0.8, 30)
-        row = {"barge_in": i, "stopped_after_s": round(stopped - start, 3) if stopped else None}
+        row = {"barge_in": i, "playing_at_stop": playing,
+               "stopped_after_s": round(stopped - start, 3) if stopped is not None and playing else None}
         rows.append(row)
         print(f"[barge-in {i}/{count}] {row}", flush=True)
         await peer.quiet(time.monotonic(), 3.0, 60)
@@ -412,7 +424,9 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
                           ("stt_s", "llm_first_chunk_s", "tts_first_chunk_s", "sum_s")},
         "overhead_ratio": {"p50": round(statistics.median(ratios), 3) if ratios else None,
                            "mean": round(statistics.fmean(ratios), 3) if ratios else None},
-        "barge_in_ms": {"stopped_after": pct(stops), "not_stopped": len(barge) - len(stops)},
+        "barge_in_ms": {"stopped_after": pct(stops),
+                        "not_stopped": sum(1 for r in barge if r["stopped_after_s"] is None and r["playing_at_stop"]),
+                        "not_playing_at_stop": sum(1 for r in barge if not r["playing_at_stop"])},
         "chat_first_token_ms": {"all": pct(first_tokens),
                                 "new_session": pct([r["first_token_s"] for r in chat
                                                     if r["new_session"] and r["first_token_s"] is not None])},
@@ -450,7 +464,8 @@ async def main() -> None:
             async with planted_memory(Path(tmp) / "memory", model_settings) as memory:
                 settings = VoiceSettings(data_dir=Path(tmp) / "voice", greeting="", tool_routing=ToolRouting(args.routing),
                                          intent_router=not args.no_intent_router)
-                service = VoiceService(settings, model_settings, client, memory, observers=lambda _s: [observer])
+                service = VoiceService(settings, model_settings, client, memory, observers=lambda _s: [observer],
+                                       gate=memory.gate)  # as the app does: background work waits for live turns
                 await service.start()
                 try:
                     result = await run(service, observer, args.turns, args.barge_ins, args.chats)

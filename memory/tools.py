@@ -1,4 +1,4 @@
-"""Memory tools for the assistant: compact text, one line per item, each with its id.
+"""Memory tools for the assistant: compact text, one line per item.
 
 The functions here format what the graph and the store hold; :class:`MemoryService`
 exposes them as ``search_memory``, ``remember``, ``recall_entity`` and
@@ -36,8 +36,11 @@ TOOL_SCHEMAS: list[dict] = [
 
 
 def hit_lines(hits: Iterable[MemoryHit]) -> str:
+    """One line per hit: its day, who said it, the words. No ids: a segment id costs the
+    model about 15 tokens a line to read (about 0.3 s on two cores) and no answer uses it;
+    ``/v1/context`` gives the ids."""
     lines = [
-        f"[{h.id}] {h.timestamp:%Y-%m-%d} {said_by(h.speaker) if h.kind == 'segment' else 'fact'}: "
+        f"{h.timestamp:%Y-%m-%d} {said_by(h.speaker) if h.kind == 'segment' else 'fact'}: "
         f"{' '.join(h.text.split())[:LINE_CHARS]}"
         for h in hits
     ]

@@ -85,15 +85,24 @@ AgentEvent = TextDelta | ToolStart | ToolUse | ContextMessage | TurnDone
 
 
 def trim_history(messages: list[dict[str, Any]], keep: int) -> list[dict[str, Any]]:
-    """Leading system messages plus the last ``keep`` others, never starting mid tool exchange."""
+    """Leading system messages plus at most ``keep`` others, never starting mid tool exchange.
+
+    Old messages are dropped in one block when the window is full, down to the last
+    ``keep // 4`` or so, not one by one: the LLM server reuses the cached prompt up to
+    the first token that differs, and a window sliding by one message changed the prompt
+    right after the system prompt on every turn, so the whole conversation was read again
+    (15-20 s on two cores after ten turns). With a block cut the prompt's start stays the
+    same until the next cut, and a cut re-reads only the few messages it keeps.
+    """
     head = 0
     while head < len(messages) and messages[head].get("role") == "system":
         head += 1
     rest = messages[head:]
     if len(rest) > keep:
-        rest = rest[-keep:]
-        while rest and rest[0].get("role") != "user":
-            rest = rest[1:]
+        step = keep - max(2, keep // 4)
+        cut = ((len(rest) - keep - 1) // step + 1) * step
+        users = [i for i, m in enumerate(rest) if m.get("role") == "user"]
+        rest = rest[next((i for i in users if i >= cut), users[-1] if users else cut):]
     return messages[:head] + rest
 
 

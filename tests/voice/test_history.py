@@ -1,0 +1,39 @@
+"""The conversation sent to the LLM is cut in blocks, so its start stays the same from
+turn to turn and the server's prompt cache keeps serving it."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from voice.agent import trim_history
+
+
+def conversation(turns: int, tool_every: int = 0) -> list[dict]:
+    messages = [{"role": "system", "content": "persona"}]
+    for i in range(turns):
+        messages.append({"role": "user", "content": f"question {i}"})
+        if tool_every and i % tool_every == 0:
+            messages += [{"role": "assistant", "content": "", "tool_calls": [{"id": str(i)}]},
+                         {"role": "tool", "tool_call_id": str(i), "content": "found"}]
+        messages.append({"role": "assistant", "content": f"answer {i}"})
+    return messages
+
+
+@given(turns=st.integers(1, 80), keep=st.integers(4, 40), tool_every=st.integers(0, 4))
+def test_the_window_is_bounded_and_starts_with_the_user(turns, keep, tool_every):
+    messages = conversation(turns, tool_every)
+    trimmed = trim_history(messages, keep)
+    assert trimmed[0]["role"] == "system"
+    assert len(trimmed) - 1 <= keep
+    assert trimmed[-1] == messages[-1]
+    if len(trimmed) > 1:
+        assert trimmed[1]["role"] == "user"
+
+
+def test_the_start_changes_only_every_few_turns():
+    keep = 24
+    starts = [trim_history(conversation(n), keep)[1]["content"] for n in range(1, 61)]
+    changes = sum(1 for a, b in zip(starts, starts[1:], strict=False) if a != b)
+    # 60 turns, 120 messages: a window sliding by one changed its start on ~48 turns.
+    assert changes <= 120 // (keep - keep // 4)
