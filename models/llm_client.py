@@ -13,8 +13,15 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx2
 import jsonschema
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, DefaultAsyncHttpx2Client
+
+# An idle pooled connection is dropped after this many seconds. llama-server closes
+# idle keep-alive connections after 5 s, the HTTP library's own default: a request sent
+# on a connection the server was closing at that moment failed with "Server disconnected"
+# (seen on the first chat after a quiet spell). Reconnecting on loopback costs nothing.
+KEEPALIVE_S = 2.0
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
@@ -46,7 +53,10 @@ class LLMClient:
     def __init__(self, base_url: str, model: str, api_key: str = "local", timeout: float = 120.0):
         self.base_url = base_url
         self.model = model
-        self._client = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+        http = DefaultAsyncHttpx2Client(timeout=timeout, limits=httpx2.Limits(
+            max_connections=100, max_keepalive_connections=20, keepalive_expiry=KEEPALIVE_S))
+        self._client = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0,
+                                   http_client=http)
 
     @property
     def openai(self) -> AsyncOpenAI:
