@@ -5,7 +5,10 @@ wait before Annie's first word grows with her first sentence. :class:`FirstClaus
 lets the first text go to the voice as soon as it holds a clause: at a comma, colon,
 semicolon or dash after at least ``min_words`` words, or after ``max_words`` words
 without one. The rest of the reply goes sentence by sentence, as pipecat's own
-aggregator does, which keeps the voice's intonation over whole sentences.
+aggregator does, which keeps the voice's intonation over whole sentences, except that a
+long sentence is also cut at a clause end after ``later_min_words`` words: the next
+chunk is synthesised while the one before it plays, and a whole long sentence after a
+short first clause would leave a silence between them.
 """
 
 from __future__ import annotations
@@ -21,19 +24,23 @@ _WORD = re.compile(r"\S+")
 
 
 class FirstClauseAggregator(SimpleTextAggregator):
-    def __init__(self, *, min_words: int = 2, max_words: int = 8, **kwargs) -> None:
+    def __init__(self, *, min_words: int = 2, max_words: int = 6, later_min_words: int = 6, **kwargs) -> None:
         super().__init__(**kwargs)
         self.min_words = min_words
         self.max_words = max_words
+        self.later_min_words = later_min_words
         self._first_sent = False
 
-    def _first_clause(self) -> str | None:
+    def _clause(self) -> str | None:
         """The leading clause of the buffer when it is ready to be spoken, else None."""
         text = self._text
+        least = self.later_min_words if self._first_sent else self.min_words
         for match in _CLAUSE_END.finditer(text):
             head = text[: match.start() + 1]
-            if len(head.split()) >= self.min_words:
+            if len(head.split()) >= least:
                 return head
+        if self._first_sent:
+            return None
         words = list(_WORD.finditer(text))
         # Only whole words: the buffer must end in a space after max_words of them.
         if len(words) > self.max_words or (len(words) == self.max_words and text[-1:].isspace()):
@@ -41,26 +48,21 @@ class FirstClauseAggregator(SimpleTextAggregator):
         return None
 
     async def aggregate(self, text: str) -> AsyncIterator[Aggregation]:
-        if self._first_sent or self._aggregation_type == TextType.TOKEN:
+        if self._aggregation_type == TextType.TOKEN:
             async for aggregation in super().aggregate(text):
-                self._first_sent = True
                 yield aggregation
             return
-        for i, char in enumerate(text):
+        for char in text:
             self._text += char
             sentence = await self._check_sentence_with_lookahead(char)
             if sentence is not None:
                 self._first_sent = True
                 yield sentence
-            elif (clause := self._first_clause()) is not None:
+            elif (clause := self._clause()) is not None:
                 self._text = self._text[len(clause):]
                 self._lookahead_state = type(self._lookahead_state).IDLE
                 self._first_sent = True
                 yield Aggregation(text=clause.strip(), type=TextType.SENTENCE)
-            if self._first_sent:
-                async for aggregation in super().aggregate(text[i + 1:]):
-                    yield aggregation
-                return
 
     async def flush(self) -> Aggregation | None:
         self._first_sent = False
