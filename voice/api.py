@@ -207,3 +207,12 @@ async def warm(request: Request) -> dict:
 @router.get("/v1/chat/sessions")
 async def chat_sessions(request: Request) -> dict:
     return {"sessions": _service(request).chat.list()}
+
+
+@router.get("/v1/chat/sessions/{session_id}")
+async def chat_session(request: Request, session_id: SessionId) -> dict:
+    """One chat session and what was said in it (the page shows it again after a reload)."""
+    session = _service(request).chat.get(session_id)
+    if session is None:
+        raise HTTPException(404, f"no chat session {session_id!r} (it ended or Annie restarted)")
+    return {**session.summary(), "messages": session.transcript()}

@@ -48,6 +48,11 @@ class ChatSession:
         return {"session_id": self.id, "llm_backend": self.backend, "turns": self.turns,
                 "created_at": self.created_at, "last_used": self.last_used}
 
+    def transcript(self) -> list[dict[str, str]]:
+        """What the user and Annie said, in order: no system prompt, tool calls or results."""
+        return [{"role": m["role"], "text": m["content"]} for m in self.messages
+                if m.get("role") in ("user", "assistant") and m.get("content") and not m.get("tool_calls")]
+
 
 class ChatSessions:
     def __init__(self, settings: VoiceSettings) -> None:

@@ -67,6 +67,12 @@ async def test_page_talks_and_chats(voice_server, voice_models, tmp_path):
             chat_reply = page.locator("#transcript li.assistant").last
             await expect(chat_reply).to_contain_text("Lisbon", timeout=180_000)
             await page.screenshot(path=artifacts / "3-chat.png")
+            said = await chat_reply.text_content()
+            # A reload keeps the typed conversation: the page shows it again from Annie.
+            await page.reload()
+            await expect(page.locator("#status")).to_contain_text("Ready")
+            await expect(page.locator("#transcript li.user").last).to_have_text("Where does my sister live?")
+            await expect(page.locator("#transcript li.assistant").last).to_have_text(said)
         finally:
             await browser.close()
     print(f"screenshots: {artifacts}")

@@ -80,6 +80,13 @@ async def test_chat_remember_tool_stores_the_fact(voice_server, fixed_memory):
     assert [u["name"] for u in uses] == ["remember"]
     assert fixed_memory.remembered[-1] == "My car is parked on level 3."
     assert events[-1]["text"] == STORED
+    # The session's transcript (what a reloaded page shows): the two lines, no tool traffic.
+    async with httpx.AsyncClient(base_url=voice_server.url, headers=voice_server.headers) as client:
+        session = (await client.get(f"/v1/chat/sessions/{events[-1]['session_id']}")).json()
+        missing = await client.get("/v1/chat/sessions/chat-0000000000000000")
+    assert session["messages"] == [{"role": "user", "text": "Please remember that my car is parked on level 3."},
+                                   {"role": "assistant", "text": STORED}]
+    assert missing.status_code == 404 and "no chat session" in missing.json()["detail"]
 
 
 async def test_the_page_can_ask_for_a_warm_up(voice_server):
@@ -99,6 +106,7 @@ ENDPOINTS = [
     ("GET", "/api/status", None),
     ("POST", "/v1/chat", {"message": "hi"}),
     ("GET", "/v1/chat/sessions", None),
+    ("GET", "/v1/chat/sessions/chat-0000000000000000", None),
     ("POST", "/v1/warm", {}),
 ]
 

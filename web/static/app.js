@@ -9,7 +9,8 @@ const chatInput = $("chat-input");
 
 let pc = null;
 let channel = null;
-let chatSessionId = null;
+const CHAT_SESSION_KEY = "annie-chat-session"; // this tab's conversation, kept across a reload
+let chatSessionId = sessionStorage.getItem(CHAT_SESSION_KEY);
 let botLine = null; // the assistant line being written right now
 
 function addLine(role, text) {
@@ -161,6 +162,22 @@ talkButton.addEventListener("click", () => {
 
 // ---- text chat -------------------------------------------------------------
 
+function keepChatSession(id) {
+  chatSessionId = id;
+  if (id) sessionStorage.setItem(CHAT_SESSION_KEY, id); else sessionStorage.removeItem(CHAT_SESSION_KEY);
+}
+
+// After a reload: show the conversation this tab was having, if Annie still has it.
+async function restoreChat() {
+  if (!chatSessionId) return;
+  try {
+    const session = await (await api("/v1/chat/sessions/" + encodeURIComponent(chatSessionId))).json();
+    for (const m of session.messages) addLine(m.role, m.text);
+  } catch (err) {
+    keepChatSession(null); // it ended, or Annie restarted: the next message starts a new one
+  }
+}
+
 async function sendChat(message) {
   addLine("user", message);
   const line = addLine("assistant", "Thinking…");
@@ -172,7 +189,7 @@ async function sendChat(message) {
   try {
     response = await api("/v1/chat", { method: "POST", body: JSON.stringify(body) });
   } catch (err) {
-    if (chatSessionId && /no chat session/.test(err.message)) { chatSessionId = null; line.remove(); transcriptEl.lastChild.remove(); return sendChat(message); }
+    if (chatSessionId && /no chat session/.test(err.message)) { keepChatSession(null); line.remove(); transcriptEl.lastChild.remove(); return sendChat(message); }
     line.className = "error";
     line.textContent = err.message;
     return;
@@ -191,7 +208,7 @@ async function sendChat(message) {
       for (const row of block.split("\n")) {
         if (!row.startsWith("data: ")) continue;
         const event = JSON.parse(row.slice(6));
-        if (event.type === "session") chatSessionId = event.session_id;
+        if (event.type === "session") keepChatSession(event.session_id);
         else if (event.type === "tool_start") {
           if (!started && MEMORY_TOOLS.has(event.name)) { line.textContent = "Searching memory…"; turnStates.push("chat: searching memory"); }
         }
@@ -220,5 +237,5 @@ chatForm.addEventListener("submit", async (event) => {
 
 // ---- token -------------------------------------------------------------------
 
-setUpToken("/api/status", () => { setStatus("Ready. Press Talk or type a message.", "ok"); warmUp(); },
+setUpToken("/api/status", () => { setStatus("Ready. Press Talk or type a message.", "ok"); warmUp(); return restoreChat(); },
            "Enter the access token to start.");
