@@ -57,7 +57,7 @@ def _memory(request: Request) -> MemoryService:
 
 
 def forget_deps(service: MemoryService) -> ForgetDeps:
-    return ForgetDeps(service.pool, service.settings.transcripts_dir, service.settings.user_id, service.vectors)
+    return service.forget_deps
 
 
 def _corrections(request: Request) -> Corrections:

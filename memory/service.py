@@ -24,6 +24,8 @@ from memory.daily import daily_reflection
 from memory.embedding import DELETE_VECTORS, EMBED, SegmentEmbedding
 from memory.extraction import EXTRACT, ExtractionReport, Extractor
 from memory.extraction.job import ASSERTED_DEVICE, enqueue_asserted
+from memory.forget import ForgetDeps
+from memory.forget_tools import PendingForget, carry_out, propose_forget_about
 from memory.ingestion import FileIngestor
 from memory.query_batch import BatchingQueryEmbedder
 from memory.retrieval.filters import SearchFilters
@@ -205,6 +207,20 @@ class MemoryService:
         except ValueError:
             return "The date must be YYYY-MM-DD."
         return daily_lines(await self.daily(parsed))
+
+    # forgetting asked for in a conversation: proposed first, carried out on a plain yes
+
+    @property
+    def forget_deps(self) -> ForgetDeps:
+        return ForgetDeps(self.pool, self.settings.transcripts_dir, self.settings.user_id, self.vectors)
+
+    async def propose_forget_about(self, name: str) -> PendingForget | None:
+        """What forgetting ``name`` would delete (nothing is deleted); None when nothing is known."""
+        return await propose_forget_about(self.forget_deps, name)
+
+    async def forget_confirmed(self, pending: PendingForget, reply: str, channel: str) -> str:
+        """Carry out ``pending`` if ``reply`` is an explicit yes; what Annie says then."""
+        return await carry_out(self.forget_deps, pending, reply, channel=channel)
 
     async def extract_session(self, session_id: str, *, force: bool = False) -> ExtractionReport:
         """Extract entities and facts from one stored session now (needs the LLM)."""

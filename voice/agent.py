@@ -20,6 +20,7 @@ from typing import Any
 import openai
 
 from models.llm_client import LLMClient, LLMOutputError
+from voice.forget_turn import ForgetConversation
 from voice.grounding import evidence as evidence_lines
 from voice.grounding import missing_names, missing_note, not_in_memory
 from voice.intent import IntentRouter
@@ -162,12 +163,14 @@ def grounded(question: str, result: ToolResult, convo: list[dict[str, Any]]) -> 
 
 class Agent:
     def __init__(self, llm: LLMClient, memory: MemoryPort | None, settings: VoiceSettings,
-                 intents: IntentRouter | None = None) -> None:
+                 intents: IntentRouter | None = None, *, channel: str = "voice") -> None:
         self.llm = llm
         self.memory = memory
         self.settings = settings
         self.intents = intents
         self.tools = ToolRunner(memory, settings.tool_timeout_s, settings.memory_tool_timeout_s)
+        # An agent serves one conversation: a forget it proposed waits for that conversation's next turn.
+        self.forgets = ForgetConversation(memory, channel, settings.memory_tool_timeout_s)
 
     def system_prompt(self, briefing: str | None, *, now: datetime | None = None) -> str:
         """The session's system prompt (see :mod:`voice.prompts`); ``briefing`` None says
@@ -251,6 +254,12 @@ class Agent:
         used: list[str] = []
         results: list[ToolResult] = []
         started = time.perf_counter()
+
+        if (fixed := await self.forgets.reply(last_user_text(convo))) is not None:
+            yield TextDelta(fixed)
+            timings["total_s"] = time.perf_counter() - started
+            yield TurnDone(fixed, ["forget"], timings)
+            return
 
         async def use(call: ToolCall) -> AsyncIterator[AgentEvent]:
             yield ToolStart(call.name)

@@ -183,7 +183,7 @@ async def chat(request: Request, body: ChatRequest) -> StreamingResponse:
             raise HTTPException(409, "this chat session is still answering the previous message")
     else:
         try:
-            backend, agent = service.agent(body.llm_backend)
+            backend, agent = service.agent(body.llm_backend, channel="chat")
             session = service.chat.create(agent, backend)
         except VoiceError as exc:
             raise _fail(exc) from exc

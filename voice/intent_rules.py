@@ -89,15 +89,36 @@ def cue(message: str) -> Tool | None:
     return None
 
 
-def about_name(message: str) -> str | None:
-    """The name after "what do you know about ..." (without "my friend" and the like)."""
-    match = _ABOUT_CUE.search(message.strip())
+_FORGET_CUE = re.compile(
+    POLITE_OPENING + r"(?:forget|delete|erase|remove|wipe)\s+(?:(?:what|everything|all|anything)\s+"
+    r"(?:(?:i|we)\s+(?:said|told you|mentioned)\s+|(?:you\s+)?(?:know|remember|have)\s+)?)?(?:about|on|regarding)\s+"
+    r"(?P<name>.+)$",
+    re.IGNORECASE,
+)
+
+
+def forget_name(message: str) -> str | None:
+    """The name in "forget what I said about Priya" / "delete everything about my boss": a
+    destructive request that only these words start (never the model's choice)."""
+    match = _FORGET_CUE.search(message.strip())
     if not match:
         return None
-    name = re.sub(r"(?:,? (?:please|then|again|annie))*[?.!,;:]*$", "", match.group("name"), flags=re.IGNORECASE).strip()
+    return _bare_name(match.group("name"))
+
+
+def _bare_name(text: str) -> str | None:
+    """A name without trailing politeness and punctuation or a leading "my friend"."""
+    name = re.sub(r"(?:,? (?:please|then|again|annie|for me|from (?:your|my) memory))*[?.!,;:]*$", "", text,
+                  flags=re.IGNORECASE).strip()
     name = re.sub(r"^(?:my |our |the )?(?:(?:good |old |best )?(?:friend|colleague|neighbou?r|boss|cousin|pal|mate|"
                   r"coworker|co-worker|buddy)\s+)?", "", name, flags=re.IGNORECASE).strip()
     return name or None
+
+
+def about_name(message: str) -> str | None:
+    """The name after "what do you know about ..." (without "my friend" and the like)."""
+    match = _ABOUT_CUE.search(message.strip())
+    return _bare_name(match.group("name")) if match else None
 
 
 _STOP = re.compile(

@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
+from memory.forget_tools import PendingForget
+
 
 @runtime_checkable
 class MemoryPort(Protocol):
@@ -30,4 +32,12 @@ class MemoryPort(Protocol):
 
     async def daily_summary(self, day: str) -> str:
         """What one day (YYYY-MM-DD) held: people, topics, promises, mood, a summary."""
+        ...
+
+    async def propose_forget_about(self, name: str) -> PendingForget | None:
+        """What forgetting ``name`` would delete, deleting nothing; None when nothing is known."""
+        ...
+
+    async def forget_confirmed(self, pending: PendingForget, reply: str, channel: str) -> str:
+        """Carry out ``pending`` only if ``reply`` (the user's next turn) is an explicit yes."""
         ...

@@ -139,12 +139,13 @@ class VoiceService:
         self._sessions.clear()
 
     # -- choices -----------------------------------------------------------------
-    def agent(self, backend: str | None) -> tuple[str, Agent]:
+    def agent(self, backend: str | None, channel: str = "voice") -> tuple[str, Agent]:
+        """A new agent for one conversation on ``channel`` ("voice" or "chat")."""
         name = backend or self.default_backend
         client = self.backends.get(name)
         if client is None:
             raise VoiceError(400, f"unknown llm_backend {name!r}; available: {', '.join(self.backends)}")
-        return name, Agent(client, self.memory, self.settings, self.intents)
+        return name, Agent(client, self.memory, self.settings, self.intents, channel=channel)
 
     def _voice(self, voice: str | None) -> str:
         voice = voice or self.settings.voice

@@ -84,7 +84,7 @@ async def plant(svc: MemoryService) -> dict[str, int]:
 
 
 def deps(svc: MemoryService) -> ForgetDeps:
-    return ForgetDeps(svc.pool, svc.settings.transcripts_dir, svc.settings.user_id, svc.vectors)
+    return svc.forget_deps
 
 
 async def keys(pool) -> set[str]:

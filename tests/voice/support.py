@@ -68,6 +68,12 @@ class FixedMemory:
     async def daily_summary(self, day: str) -> str:
         return f"{day}: nothing was recorded."
 
+    async def propose_forget_about(self, name: str):
+        return None  # holds no entities: nothing to forget
+
+    async def forget_confirmed(self, pending, reply: str, channel: str) -> str:
+        return "I have not forgotten anything."
+
 
 class BrokenMemory:
     """A memory that is down: every call fails."""
@@ -85,6 +91,12 @@ class BrokenMemory:
         raise ConnectionError("memory is down")
 
     async def daily_summary(self, day: str) -> str:
+        raise ConnectionError("memory is down")
+
+    async def propose_forget_about(self, name: str):
+        raise ConnectionError("memory is down")
+
+    async def forget_confirmed(self, pending, reply: str, channel: str) -> str:
         raise ConnectionError("memory is down")
 
 
