@@ -67,6 +67,7 @@ async def test_page_talks_and_chats(voice_server, voice_models, tmp_path):
             chat_reply = page.locator("#transcript li.assistant").last
             await expect(chat_reply).to_contain_text("Lisbon", timeout=180_000)
             await page.screenshot(path=artifacts / "3-chat.png")
+            await expect(page.locator("#chat-send")).to_be_enabled(timeout=120_000)  # the turn has ended
             said = await chat_reply.text_content()
             # A reload keeps the typed conversation: the page shows it again from Annie.
             await page.reload()
