@@ -1,5 +1,6 @@
-"""Diarization: Silero speech regions, CAM++ embeddings of sliding windows, spectral clustering.
+"""The former sweep diarization: Silero speech regions, CAM++ embeddings of windows, spectral clustering.
 
+Kept as the baseline of ``benchmarks.ingest_audio`` (the sweep now uses :mod:`ingest.diarize`).
 This is senko's CPU pipeline (1.5 s windows, spectral clustering with minor-cluster
 filtering and cosine merging, from 3D-Speaker) with the feature step done by
 kaldi-native-fbank: senko's compiled fbank extractor stops with an illegal instruction
@@ -8,29 +9,16 @@ on some x86 CPUs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ingest.audio import SAMPLE_RATE
+from ingest.diarize import Diarization, Turn
 from ingest.embeddings import SpeakerEmbedder
 from models.vad import SileroStream
 
 WINDOW_S = 1.5
 SHIFT_S = 0.6
-
-
-@dataclass
-class Turn:
-    start: float
-    end: float
-    cluster: int
-
-
-@dataclass
-class Diarization:
-    turns: list[Turn]
-    centroids: dict[int, np.ndarray]  # cluster -> L2-normalised mean embedding
+MERGE_COSINE = 0.78  # clusters of voices closer than this are one speaker
 
 
 def speech_regions(vad: SileroStream, audio: np.ndarray, threshold: float = 0.5,
@@ -74,11 +62,12 @@ def cluster(embeddings: np.ndarray, merge_cosine: float) -> np.ndarray:
     return dense
 
 
-def diarize(audio: np.ndarray, vad: SileroStream, embedder: SpeakerEmbedder, merge_cosine: float) -> Diarization:
+def diarize_spectral(audio: np.ndarray, vad: SileroStream, embedder: SpeakerEmbedder,
+                     merge_cosine: float = MERGE_COSINE) -> Diarization:
     regions = speech_regions(vad, audio)
     spans = windows(regions)
     if not spans:
-        return Diarization([], {})
+        return Diarization([], [], {})
     clips = [audio[int(s * SAMPLE_RATE):int(e * SAMPLE_RATE)] for s, e in spans]
     embeddings = embedder.embed(clips)
     labels = cluster(embeddings, merge_cosine)
@@ -97,4 +86,5 @@ def diarize(audio: np.ndarray, vad: SileroStream, embedder: SpeakerEmbedder, mer
             turns.append(Turn(middle, end, label))
         else:
             turns.append(Turn(start, end, label))
-    return Diarization([t for t in turns if t.end > t.start], centroids)
+    turns = [t for t in turns if t.end > t.start]
+    return Diarization(turns, turns, centroids)
