@@ -66,12 +66,13 @@ def overlap_spans(turns: list[Turn], min_s: float = MIN_OVERLAP_S) -> list[Overl
 class Diarizer:
     """pyannote's diarization over local models; one per process (it holds the loaded models)."""
 
-    def __init__(self, segmentation_path: Path, embedder: SpeakerEmbedder, params=None) -> None:
+    def __init__(self, segmentation_path: Path, embedder: SpeakerEmbedder, params=None, threads: int = 1) -> None:
         from ingest.diarize_pipeline import DiarizeParams, SweepDiarization
         from ingest.masked_embeddings import MaskedSpeakerEmbedding
         from models.diarize import load_segmentation_model
 
         self.params = params or DiarizeParams()
+        self.threads = threads
         self._pipeline = SweepDiarization(load_segmentation_model(str(segmentation_path)),
                                           MaskedSpeakerEmbedding(embedder), self.params)
 
@@ -81,7 +82,14 @@ class Diarizer:
         if len(audio) < SAMPLE_RATE // 2:
             return Diarization([], [], {})
         waveform = torch.from_numpy(np.ascontiguousarray(audio, dtype=np.float32))[None]
-        output = self._pipeline({"waveform": waveform, "sample_rate": SAMPLE_RATE, "uri": "sweep"})
+        # torch's thread count is per process: set for this call, then given back. On a busy
+        # 2-core machine two threads were 5-20x slower than one (threads waiting on each other).
+        before = torch.get_num_threads()
+        torch.set_num_threads(self.threads)
+        try:
+            output = self._pipeline({"waveform": waveform, "sample_rate": SAMPLE_RATE, "uri": "sweep"})
+        finally:
+            torch.set_num_threads(before)
         labels = output.speaker_diarization.labels()
         index = {label: i for i, label in enumerate(labels)}
 

@@ -57,5 +57,6 @@ class Engines:
 
             settings = self.settings
             params = DiarizeParams(threshold=settings.diarize_threshold, step=settings.diarize_step)
-            self._loaded["diarizer"] = Diarizer(self.segmentation_path, self.embedder(), params)
+            self._loaded["diarizer"] = Diarizer(self.segmentation_path, self.embedder(), params,
+                                                settings.diarize_threads)
         return self._loaded["diarizer"]

@@ -95,15 +95,16 @@ def run_sweep(audio: np.ndarray, offset_s: float, engines: Engines, bank: Speake
     state.sweeps += 1
     segments: list[CaptureSegment] = []
     for cluster, group in groups:
-        start, end = group[0].start, max(group[-1].end, group[0].start)
-        start, end, overlap = _over_overlaps(start, end, cluster, diar)
+        words_start, words_end = group[0].start, max(group[-1].end, group[0].start)
         text = "".join(w.text for w in group).strip()
         if not text:
             continue
-        clip = audio[int(start * SAMPLE_RATE):int(end * SAMPLE_RATE)]
+        clip = audio[int(words_start * SAMPLE_RATE):int(words_end * SAMPLE_RATE)]
         mood = emotion.estimate(clip, words=len(group))
+        start, end, overlap = _over_overlaps(words_start, words_end, cluster, diar)
         segment = CaptureSegment(
-            segment_id=sweep_segment_id(state.session_id, state.sweeps, offset_s + start),
+            # named by its first word: two speakers' segments stretched over one span never share an id
+            segment_id=sweep_segment_id(state.session_id, state.sweeps, offset_s + words_start),
             speaker=names.get(cluster, UNKNOWN) if cluster is not None else UNKNOWN,
             text=text,
             start=round(offset_s + start, 3),
