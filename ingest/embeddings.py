@@ -10,9 +10,14 @@ import numpy as np
 from ingest.audio import SAMPLE_RATE
 from models.speaker import EMBED_DIM, load_speaker_state
 
+FRAME_SHIFT = 160  # samples (10 ms) between fbank frames
+FRAME_LENGTH = 400  # samples (25 ms) per fbank frame
 
-def fbank(audio: np.ndarray) -> np.ndarray:
-    """80-bin Kaldi log-mel fbank, mean-normalised over time (what CAM++ was trained on)."""
+
+def fbank(audio: np.ndarray, normalise: bool = True) -> np.ndarray:
+    """80-bin Kaldi log-mel fbank, mean-normalised over time (what CAM++ was trained on).
+
+    ``normalise=False`` leaves the mean in, for a caller that normalises over a subset of frames."""
     import kaldi_native_fbank as knf
 
     options = knf.FbankOptions()
@@ -26,7 +31,7 @@ def fbank(audio: np.ndarray) -> np.ndarray:
     if n == 0:
         return np.zeros((1, 80), dtype=np.float32)
     feats = np.stack([np.asarray(extractor.get_frame(i), dtype=np.float32) for i in range(n)])
-    return feats - feats.mean(axis=0, keepdims=True)
+    return feats - feats.mean(axis=0, keepdims=True) if normalise else feats
 
 
 @cache
@@ -47,11 +52,14 @@ class SpeakerEmbedder:
 
     def embed(self, clips: list[np.ndarray], batch: int = 32) -> np.ndarray:
         """One L2-normalised embedding per clip, shape (len(clips), 192)."""
+        return self.embed_features([fbank(clip) for clip in clips], batch)
+
+    def embed_features(self, feats: list[np.ndarray], batch: int = 32) -> np.ndarray:
+        """One L2-normalised embedding per (frames, 80) fbank matrix, shape (len(feats), 192)."""
         import torch
 
-        if not clips:
+        if not feats:
             return np.zeros((0, EMBED_DIM), dtype=np.float32)
-        feats = [fbank(clip) for clip in clips]
         emb = np.zeros((len(feats), EMBED_DIM), dtype=np.float32)
         by_length: dict[int, list[int]] = {}
         for index, f in enumerate(feats):

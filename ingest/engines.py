@@ -8,7 +8,7 @@ from typing import Any
 
 from ingest.embeddings import SpeakerEmbedder
 from ingest.settings import IngestSettings
-from models import speaker, stt, vad
+from models import diarize, speaker, stt, vad
 from models.settings import ModelSettings
 
 
@@ -21,6 +21,7 @@ class Engines:
     sweep_path: Path
     vad_path: Path
     speaker_path: Path
+    segmentation_path: Path
     _loaded: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -31,6 +32,7 @@ class Engines:
             sweep_path=stt.resolve_stt(stt.WhisperSize.BASE, model_settings),
             vad_path=vad.resolve_vad(model_settings),
             speaker_path=speaker.resolve_speaker(model_settings),
+            segmentation_path=diarize.resolve_segmentation(model_settings),
         )
 
     def fast_whisper(self):
@@ -46,3 +48,15 @@ class Engines:
         if "embedder" not in self._loaded:
             self._loaded["embedder"] = SpeakerEmbedder(self.speaker_path)
         return self._loaded["embedder"]
+
+    def diarizer(self):
+        """The sweep's diarization (pyannote.audio; imported on first use)."""
+        if "diarizer" not in self._loaded:
+            from ingest.diarize import Diarizer
+            from ingest.diarize_pipeline import DiarizeParams
+
+            settings = self.settings
+            params = DiarizeParams(threshold=settings.diarize_threshold, step=settings.diarize_step)
+            self._loaded["diarizer"] = Diarizer(self.segmentation_path, self.embedder(), params,
+                                                settings.diarize_threads)
+        return self._loaded["diarizer"]

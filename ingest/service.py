@@ -69,7 +69,7 @@ class IngestService:
             engines = self.engines
             await asyncio.gather(
                 loop.run_in_executor(self._fast, lambda: (engines.fast_whisper(), engines.new_vad())),
-                loop.run_in_executor(self._sweep, engines.sweep_whisper),
+                loop.run_in_executor(self._sweep, lambda: (engines.sweep_whisper(), engines.diarizer())),
                 loop.run_in_executor(self._feedback, engines.embedder),
             )
         await self._recover()

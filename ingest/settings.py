@@ -33,7 +33,12 @@ class IngestSettings(BaseSettings):
     stt_sweep_threads: int = 2
     stt_sweep_beam_size: int = 1
     # Speakers.
-    diarize_merge_cosine: float = 0.78
+    # The sweep's diarization (pyannote.audio): distance between voices (centroid linkage of
+    # unit-length CAM++ embeddings) above which they are different people, and the step of
+    # its 10 s window as a share of the window, and torch's CPU threads while it runs.
+    diarize_threshold: float = 0.7
+    diarize_step: float = 0.2
+    diarize_threads: int = 1
     speaker_match_threshold: float = 0.55
     speaker_new_style_distance: float = 0.15
     speaker_max_styles: int = 10

@@ -1,8 +1,12 @@
 """The sweep: Whisper base with full context, diarization, speaker names, emotion.
 
 Runs over a span of a session's audio and returns finished capture segments. Words
-are given to the diarization turn they overlap most; a segment is a run of words of
-one speaker within one Whisper sentence, broken at pauses over a second.
+are given to the speaker whose turn (one speaker at a time) they overlap most; a segment
+is a run of words of one speaker within one Whisper sentence, broken at pauses over a
+second. Where the diarization finds two or more people talking at once, each of their
+segments next to that span is stretched over it and marked ``overlap``: both speakers
+are kept, with overlapping times. (A speaker heard only under someone else's words, with
+no words of their own in the transcript, gets no segment.)
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import numpy as np
 from ingest import emotion
 from ingest.audio import SAMPLE_RATE
 from ingest.buffer import SessionState
-from ingest.diarize import Diarization, diarize
+from ingest.diarize import Diarization
 from ingest.engines import Engines
 from ingest.speakers import SpeakerBank
 from ingest.stt import Word, transcribe_words
@@ -22,6 +26,9 @@ from ingest.transcript import sweep_segment_id
 from memory.capture import CaptureSegment, Emotion
 
 PAUSE_S = 1.0
+# A segment within this distance of a span of overlapping speech its speaker takes part in
+# is stretched over it (word times from Whisper are approximate).
+OVERLAP_REACH_S = 0.3
 UNKNOWN = "Unknown"
 
 
@@ -57,7 +64,7 @@ def _speaker_names(diar: Diarization, bank: SpeakerBank, state: SessionState, th
 
 def _cluster_of(word: Word, diar: Diarization) -> int | None:
     best, best_overlap, best_gap = None, 0.0, float("inf")
-    for turn in diar.turns:
+    for turn in diar.exclusive:
         overlap = min(word.end, turn.end) - max(word.start, turn.start)
         if overlap > best_overlap:
             best, best_overlap = turn.cluster, overlap
@@ -73,7 +80,7 @@ def run_sweep(audio: np.ndarray, offset_s: float, engines: Engines, bank: Speake
     settings = engines.settings
     words, language = transcribe_words(engines.sweep_whisper(), audio, settings.stt_language,
                                        settings.stt_sweep_beam_size)
-    diar = diarize(audio, engines.new_vad(), engines.embedder(), settings.diarize_merge_cosine)
+    diar = engines.diarizer()(audio)
     names = _speaker_names(diar, bank, state, settings.unknown_voice_threshold)
     groups: list[tuple[int | None, list[Word]]] = []
     for word in words:
@@ -88,14 +95,16 @@ def run_sweep(audio: np.ndarray, offset_s: float, engines: Engines, bank: Speake
     state.sweeps += 1
     segments: list[CaptureSegment] = []
     for cluster, group in groups:
-        start, end = group[0].start, max(group[-1].end, group[0].start)
+        words_start, words_end = group[0].start, max(group[-1].end, group[0].start)
         text = "".join(w.text for w in group).strip()
         if not text:
             continue
-        clip = audio[int(start * SAMPLE_RATE):int(end * SAMPLE_RATE)]
+        clip = audio[int(words_start * SAMPLE_RATE):int(words_end * SAMPLE_RATE)]
         mood = emotion.estimate(clip, words=len(group))
+        start, end, overlap = _over_overlaps(words_start, words_end, cluster, diar)
         segment = CaptureSegment(
-            segment_id=sweep_segment_id(state.session_id, state.sweeps, offset_s + start),
+            # named by its first word: two speakers' segments stretched over one span never share an id
+            segment_id=sweep_segment_id(state.session_id, state.sweeps, offset_s + words_start),
             speaker=names.get(cluster, UNKNOWN) if cluster is not None else UNKNOWN,
             text=text,
             start=round(offset_s + start, 3),
@@ -103,10 +112,20 @@ def run_sweep(audio: np.ndarray, offset_s: float, engines: Engines, bank: Speake
             language=language,
             stt_engine="whisper-base",
             emotion=Emotion(label=mood.label, score=mood.score, backend=mood.backend),
+            overlap=overlap,
         )
         if not any(_mostly_inside(segment, p) for p in pinned):
             segments.append(segment)
     return SweepResult(segments, names, len(audio) / SAMPLE_RATE)
+
+
+def _over_overlaps(start: float, end: float, cluster: int | None, diar: Diarization) -> tuple[float, float, bool]:
+    """(start, end) stretched over the spans of overlapping speech this speaker takes part in nearby."""
+    overlap = False
+    for span in diar.overlaps:
+        if cluster in span.clusters and span.start <= end + OVERLAP_REACH_S and span.end >= start - OVERLAP_REACH_S:
+            start, end, overlap = min(start, span.start), max(end, span.end), True
+    return start, end, overlap
 
 
 def _mostly_inside(segment: CaptureSegment, pinned: CaptureSegment) -> bool:

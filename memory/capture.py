@@ -5,7 +5,8 @@
     {"session_id", "device_id", "session_started_at" (epoch s), "is_sweep" (bool),
      "segments": [{"segment_id", "speaker", "text", "start", "end" (s from session start),
                    "language", "stt_engine", "emotion": {"label", "score", "backend"} | null,
-                   "pinned" (bool, optional)}]}
+                   "pinned" (bool, optional),
+                   "overlap" (bool, optional: spoken while another speaker talked)}]}
 
 Writers (``ingest``, the voice and chat sessions) call :func:`append_payload`, which
 takes an exclusive lock, copies the file, appends, fsyncs and renames, so a reader
@@ -108,6 +109,9 @@ class CaptureSegment(BaseModel):
     stt_engine: str | None = Field(default=None, max_length=100)
     emotion: Emotion | None = None
     pinned: bool = False
+    # Spoken while someone else talked too (the diarization found overlapping speech); the
+    # other speaker's segment over the same time is kept and marked as well.
+    overlap: bool = False
 
     @field_validator("segment_id", "speaker", "text", "language", "stt_engine", mode="before")
     @classmethod

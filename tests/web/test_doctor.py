@@ -26,6 +26,13 @@ def test_doctor_reports_every_component_present(tmp_path):
     assert "MISSING" not in result.stdout
 
 
+def test_doctor_reports_the_diarization_stack(tmp_path):
+    result = _doctor(tmp_path)
+    line = next((row for row in result.stdout.splitlines() if "pyannote.audio" in row), "")
+    assert line.startswith("ok"), result.stdout
+    assert "pyannote.audio 4.0.7" in line and "torchaudio" in line and "pure-Python mode" in line, line
+
+
 def test_doctor_names_the_fix_for_a_missing_model(tmp_path):
     result = _doctor(tmp_path, ANNIE_LLM_MODEL="qwen2.5-coder-0.5b")
     assert result.returncode == 1
