@@ -12,7 +12,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -153,17 +153,20 @@ def grounded(question: str, result: ToolResult, convo: list[dict[str, Any]]) -> 
 
 class Agent:
     def __init__(self, llm: LLMClient, memory: MemoryPort | None, settings: VoiceSettings,
-                 intents: IntentRouter | None = None) -> None:
+                 intents: IntentRouter | None = None, clock: Callable[[], datetime] | None = None) -> None:
         self.llm = llm
         self.memory = memory
         self.settings = settings
         self.intents = intents
         self.tools = ToolRunner(memory, settings.tool_timeout_s, settings.memory_tool_timeout_s)
+        # What "now" is for the prompt's day and for reading "yesterday": the wall clock,
+        # or a fixed moment when replaying a recorded past (benchmarks).
+        self.clock = clock or (lambda: datetime.now().astimezone())
 
     def system_prompt(self, briefing: str | None, *, now: datetime | None = None) -> str:
         """The session's system prompt (see :mod:`voice.prompts`); ``briefing`` None says
         memory could not be reached."""
-        return system_prompt(briefing, self.settings.tool_routing, now or datetime.now().astimezone())
+        return system_prompt(briefing, self.settings.tool_routing, now or self.clock())
 
     async def _llm_action(self, dialogue: list[dict[str, Any]]) -> str:
         return (await self.llm.chat_json(router_messages(dialogue), action_schema(), name="action",
@@ -183,7 +186,7 @@ class Agent:
         if not dialogue:
             return None
         said = dialogue[-1]["content"]
-        today = datetime.now().astimezone().date()
+        today = self.clock().date()
         decision = self.intents.decide(said) if self.intents is not None else None
         if decision is not None:
             log.info("intent %s (score %.2f, margin %.2f, %s, %s) in %.0f ms", decision.action, decision.score,

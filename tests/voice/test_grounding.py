@@ -7,10 +7,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from models.llm_client import LLMClient
 from tests.voice.support import FixedMemory, voice_settings
 from voice.agent import NOTHING_FOUND, Agent, TextDelta, ToolUse, TurnDone
 from voice.grounding import asked_names, missing_names, not_in_memory
-from models.llm_client import LLMClient
 
 MAYA = ["My sister Maya lives in Lisbon now, she moved there in March.",
         "Maya is getting married in June to a guy called Tiago."]
