@@ -20,10 +20,10 @@ from typing import Any
 import openai
 
 from models.llm_client import LLMClient, LLMOutputError
+from voice.grounding import asked_names, missing_names, missing_note, not_in_memory
 from voice.grounding import evidence as evidence_lines
-from voice.grounding import missing_names, missing_note, not_in_memory
 from voice.intent import IntentRouter
-from voice.intent_rules import asks_to_recall, asks_to_store, asks_to_think, said_in
+from voice.intent_rules import asks_to_recall, asks_to_store, asks_to_think, is_question, said_in
 from voice.memory_port import MemoryPort
 from voice.prompts import ARGUMENTS_SYSTEM, PLAIN_ANSWER, router_messages, system_prompt
 from voice.settings import ToolRouting, VoiceSettings
@@ -221,6 +221,21 @@ class Agent:
             return ToolCall(Tool.SEARCH_MEMORY.value, {"query": memory_query(said)})
         return ToolCall(tool, arguments)
 
+    async def probe(self, said: str) -> ToolResult | None:
+        """For a question about named people that routing would answer directly ("When did
+        Caroline go to the support group?", "Who is Maya marrying?"): a memory search, kept
+        when what it returns names them, so memory answers what it holds about them; None
+        otherwise (a general question, "What's the capital of France?", is answered as before).
+        """
+        names = asked_names(said)
+        if self.memory is None or not names or not is_question(said):
+            return None
+        result = await self.tools.run(Tool.SEARCH_MEMORY.value, {"query": memory_query(said)})
+        if not result.ok or not missing_names(said, result.text)[0]:
+            return None
+        log.info("a question about %s was routed to a direct answer; memory holds them, so it answers", names)
+        return result
+
     async def _reply(self, convo: list[dict[str, Any]], text_filter: ToolTextFilter, spoken: list[str],
                      timings: dict[str, float]) -> AsyncIterator[TextDelta]:
         """Stream one completion through ``text_filter``; what passes is spoken (appended to
@@ -246,9 +261,14 @@ class Agent:
         results: list[ToolResult] = []
         started = time.perf_counter()
 
-        async def use(call: ToolCall) -> AsyncIterator[AgentEvent]:
+        async def use(call: ToolCall, found: ToolResult | None = None) -> AsyncIterator[AgentEvent]:
             yield ToolStart(call.name)
-            result = await self.tools.run(call.name, call.arguments)
+            result = found or await self.tools.run(call.name, call.arguments)
+            if call.name == Tool.RECALL_ENTITY and result.ok and not evidence_lines(result.text).strip():
+                # The graph knows nothing (yet) about the name: what was said about it may
+                # still be in the transcripts, so search them instead.
+                call = ToolCall(Tool.SEARCH_MEMORY.value, {"query": memory_query(last_user_text(convo))})
+                result = await self.tools.run(call.name, call.arguments)
             used.append(call.name)
             results.append(result)
             yield ToolUse(call.name, call.arguments, result.text, result.ok, result.table)
@@ -259,8 +279,11 @@ class Agent:
         if self.settings.tool_routing is ToolRouting.SCHEMA:
             call = await self.route(convo)
             timings["route_s"] = time.perf_counter() - started
+            probed = None
+            if call is None and (probed := await self.probe(last_user_text(convo))) is not None:
+                call = ToolCall(probed.name, probed.arguments)
             if call is not None:
-                async for event in use(call):
+                async for event in use(call, probed):
                     yield event
                 fixed = None
                 if call.name == Tool.REMEMBER:
