@@ -157,10 +157,12 @@ async def run(concurrent: int, database_url: str | None) -> dict:
             if concurrent > 1:
                 runs.append(await ask_all(data["questions"], memory, path, concurrent))
         finally:
-            await memory.close()
-            await runtime.close()
-            await vectors.close()
-            await db.close()
+            # A failure while shutting down must not throw away what was measured.
+            for close in (memory.close, runtime.close, vectors.close, db.close):
+                try:
+                    await close()
+                except Exception as exc:  # noqa: BLE001 - reported, the results are kept
+                    print(f"shutting down: {type(exc).__name__}: {exc}", flush=True)
     summary = {f"x{r['chats_at_once']}": {k: r[k] for k in ("answerable", "unanswerable", "answer_time")}
                for r in runs}
     return {"dataset": f"{DATA.name}: {len(data['questions'])} questions, {len(data['memories'])} memories",

@@ -179,9 +179,12 @@ async def run(n: int, conversations: list[str], seed: int, database_url: str | N
                 await primer.close()
                 await service.close()
         finally:
-            await runtime.close()
-            await vectors.close()
-            await db.close()
+            # A failure while shutting down must not throw away what was measured.
+            for close in (runtime.close, vectors.close, db.close):
+                try:
+                    await close()
+                except Exception as exc:  # noqa: BLE001 - reported, the results are kept
+                    print(f"shutting down: {type(exc).__name__}: {exc}", flush=True)
     figures = {mode: summarise(records, mode) for mode in MODES}
     annie, alone, oracle = (figures[m].get("all_1_4", {}).get("f1", 0.0) for m in MODES)
     return {
