@@ -168,8 +168,9 @@ class MemoryService:
 
     # tools (compact one-line-per-item text for the LLM) --------------------------------
 
-    async def search_memory(self, query: str, hours_back: float | None = None, limit: int = 3) -> str:
-        hits = await self.search(SearchRequest(query=query, hours_back=hours_back, limit=limit))
+    async def search_memory(self, query: str, hours_back: float | None = None, limit: int = 3, *,
+                            now: datetime | None = None) -> str:
+        hits = await self.search(SearchRequest(query=query, hours_back=hours_back, limit=limit, now=now))
         return hit_lines(hits)
 
     async def remember(self, fact: str, *, now: datetime | None = None) -> str:

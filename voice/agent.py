@@ -12,7 +12,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,10 +21,10 @@ import openai
 
 from models.llm_client import LLMClient, LLMOutputError
 from voice.forget_turn import ForgetConversation
+from voice.grounding import asked_names, missing_names, missing_note, not_in_memory
 from voice.grounding import evidence as evidence_lines
-from voice.grounding import missing_names, missing_note, not_in_memory
 from voice.intent import IntentRouter
-from voice.intent_rules import asks_to_recall, asks_to_store, asks_to_think, said_in
+from voice.intent_rules import asks_to_recall, asks_to_store, asks_to_think, is_question, said_in
 from voice.memory_port import MemoryPort
 from voice.prompts import ARGUMENTS_SYSTEM, PLAIN_ANSWER, router_messages, system_prompt
 from voice.settings import ToolRouting, VoiceSettings
@@ -163,7 +163,8 @@ def grounded(question: str, result: ToolResult, convo: list[dict[str, Any]]) -> 
 
 class Agent:
     def __init__(self, llm: LLMClient, memory: MemoryPort | None, settings: VoiceSettings,
-                 intents: IntentRouter | None = None, *, channel: str = "voice") -> None:
+                 intents: IntentRouter | None = None, *, channel: str = "voice",
+                 clock: Callable[[], datetime] | None = None) -> None:
         self.llm = llm
         self.memory = memory
         self.settings = settings
@@ -171,11 +172,14 @@ class Agent:
         self.tools = ToolRunner(memory, settings.tool_timeout_s, settings.memory_tool_timeout_s)
         # An agent serves one conversation: a forget it proposed waits for that conversation's next turn.
         self.forgets = ForgetConversation(memory, channel, settings.memory_tool_timeout_s)
+        # What "now" is for the prompt's day and for reading "yesterday": the wall clock,
+        # or a fixed moment when replaying a recorded past (benchmarks).
+        self.clock = clock or (lambda: datetime.now().astimezone())
 
     def system_prompt(self, briefing: str | None, *, now: datetime | None = None) -> str:
         """The session's system prompt (see :mod:`voice.prompts`); ``briefing`` None says
         memory could not be reached."""
-        return system_prompt(briefing, self.settings.tool_routing, now or datetime.now().astimezone())
+        return system_prompt(briefing, self.settings.tool_routing, now or self.clock())
 
     async def _llm_action(self, dialogue: list[dict[str, Any]]) -> str:
         return (await self.llm.chat_json(router_messages(dialogue), action_schema(), name="action",
@@ -195,7 +199,7 @@ class Agent:
         if not dialogue:
             return None
         said = dialogue[-1]["content"]
-        today = datetime.now().astimezone().date()
+        today = self.clock().date()
         decision = self.intents.decide(said) if self.intents is not None else None
         if decision is not None:
             log.info("intent %s (score %.2f, margin %.2f, %s, %s) in %.0f ms", decision.action, decision.score,
@@ -230,6 +234,21 @@ class Agent:
             return ToolCall(Tool.SEARCH_MEMORY.value, {"query": memory_query(said)})
         return ToolCall(tool, arguments)
 
+    async def probe(self, said: str) -> ToolResult | None:
+        """For a question about named people that routing would answer directly ("When did
+        Caroline go to the support group?", "Who is Maya marrying?"): a memory search, kept
+        when what it returns names them, so memory answers what it holds about them; None
+        otherwise (a general question, "What's the capital of France?", is answered as before).
+        """
+        names = asked_names(said)
+        if self.memory is None or not names or not is_question(said):
+            return None
+        result = await self.tools.run(Tool.SEARCH_MEMORY.value, {"query": memory_query(said)})
+        if not result.ok or not missing_names(said, result.text)[0]:
+            return None
+        log.info("a question about %s was routed to a direct answer; memory holds them, so it answers", names)
+        return result
+
     async def _reply(self, convo: list[dict[str, Any]], text_filter: ToolTextFilter, spoken: list[str],
                      timings: dict[str, float]) -> AsyncIterator[TextDelta]:
         """Stream one completion through ``text_filter``; what passes is spoken (appended to
@@ -261,9 +280,14 @@ class Agent:
             yield TurnDone(fixed, ["forget"], timings)
             return
 
-        async def use(call: ToolCall) -> AsyncIterator[AgentEvent]:
+        async def use(call: ToolCall, found: ToolResult | None = None) -> AsyncIterator[AgentEvent]:
             yield ToolStart(call.name)
-            result = await self.tools.run(call.name, call.arguments)
+            result = found or await self.tools.run(call.name, call.arguments)
+            if call.name == Tool.RECALL_ENTITY and result.ok and not evidence_lines(result.text).strip():
+                # The graph knows nothing (yet) about the name: what was said about it may
+                # still be in the transcripts, so search them instead.
+                call = ToolCall(Tool.SEARCH_MEMORY.value, {"query": memory_query(last_user_text(convo))})
+                result = await self.tools.run(call.name, call.arguments)
             used.append(call.name)
             results.append(result)
             yield ToolUse(call.name, call.arguments, result.text, result.ok, result.table)
@@ -274,8 +298,11 @@ class Agent:
         if self.settings.tool_routing is ToolRouting.SCHEMA:
             call = await self.route(convo)
             timings["route_s"] = time.perf_counter() - started
+            probed = None
+            if call is None and (probed := await self.probe(last_user_text(convo))) is not None:
+                call = ToolCall(probed.name, probed.arguments)
             if call is not None:
-                async for event in use(call):
+                async for event in use(call, probed):
                     yield event
                 fixed = None
                 if call.name == Tool.REMEMBER:

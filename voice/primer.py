@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -33,8 +34,11 @@ class Briefing:
 
 
 class PromptPrimer:
-    def __init__(self, llm: LLMClient, memory: MemoryPort | None, settings: VoiceSettings) -> None:
+    def __init__(self, llm: LLMClient, memory: MemoryPort | None, settings: VoiceSettings,
+                 clock: Callable[[], datetime] | None = None) -> None:
         self.llm = llm
+        # The agents' clock (see voice.agent.Agent), so the warmed prefix is theirs.
+        self.clock = clock or (lambda: datetime.now().astimezone())
         self.memory = memory
         self.settings = settings
         self._latest: Briefing | None = None
@@ -73,7 +77,7 @@ class PromptPrimer:
 
     def prefix(self, briefing: str | None, now: datetime | None = None) -> str:
         """The system prompt without its last line (the time), which is what can be cached."""
-        prompt = system_prompt(briefing, self.settings.tool_routing, now or datetime.now().astimezone())
+        prompt = system_prompt(briefing, self.settings.tool_routing, now or self.clock())
         return prompt.rsplit("\n\n", 1)[0]
 
     def warm_soon(self) -> None:

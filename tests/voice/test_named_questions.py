@@ -1,0 +1,42 @@
+"""Questions about named people reach memory: a question the router would answer directly
+is checked against memory when it names someone memory holds, and a recall of a name
+the graph does not know yet searches what was said instead."""
+
+from __future__ import annotations
+
+from tests.voice.support import FixedMemory, voice_settings
+from tests.voice.test_grounding import MAYA, turn, unreachable_llm
+from voice.agent import Agent
+
+
+class NoGraphMemory(FixedMemory):
+    """Transcripts are searchable, the graph is still empty (extraction has not run)."""
+
+    async def recall_entity(self, name: str) -> str:
+        return f"Nothing known about {name}."
+
+
+async def test_a_named_question_routed_to_a_direct_answer_reads_memory_about_them(intent_router, tmp_path):
+    memory = FixedMemory(MAYA)
+    agent = Agent(unreachable_llm(), memory, voice_settings(tmp_path), intent_router)
+    assert await agent.route([{"role": "user", "content": "Who is Maya marrying?"}]) is None
+    probed = await agent.probe("Who is Maya marrying?")
+    assert probed is not None and "Tiago" in probed.text
+    assert memory.searches == ["Maya marrying"]
+
+
+async def test_a_general_question_naming_no_one_memory_holds_is_answered_directly(intent_router, tmp_path):
+    memory = FixedMemory(MAYA)
+    agent = Agent(unreachable_llm(), memory, voice_settings(tmp_path), intent_router)
+    assert await agent.probe("What's the capital of France?") is None
+    assert await agent.probe("Tell me a joke.") is None
+    assert len(memory.searches) == 1  # the joke names no one: no lookup
+
+
+async def test_a_recall_the_graph_cannot_answer_searches_the_transcripts(intent_router, tmp_path):
+    memory = NoGraphMemory(MAYA)
+    agent = Agent(unreachable_llm(), memory, voice_settings(tmp_path), intent_router)
+    text, tools = await turn(agent, "What do you know about Bartholomew?")
+    assert [t.name for t in tools] == ["search_memory"]
+    assert memory.searches == ["Bartholomew"]
+    assert text == "I don't have anything about Bartholomew in my memory."
