@@ -10,7 +10,7 @@ from tests.conftest import shared
 from tests.ingest.helpers import audio_params, load_16k, pcm_chunks, running, settings_for
 
 OCTET = {"Content-Type": "application/octet-stream"}
-# Measured on 2 cores: DER 0.22, WER 0.21 (telephone speech, Whisper base, greedy decoding).
+# Measured on 2 cores: DER 0.18, WER 0.21 (telephone speech, Whisper base, greedy decoding, pyannote diarization).
 MAX_DER = 0.30
 MAX_WER = 0.30
 
