@@ -55,7 +55,9 @@ class LLMClient:
         self.model = model
         http = DefaultAsyncHttpx2Client(timeout=timeout, limits=httpx2.Limits(
             max_connections=100, max_keepalive_connections=20, keepalive_expiry=KEEPALIVE_S))
-        self._client = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0,
+        # One retry: a request on a connection the server dropped (right after a voice turn
+        # was cancelled mid-stream) failed with "Server disconnected" before any reply.
+        self._client = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=1,
                                    http_client=http)
 
     @property
