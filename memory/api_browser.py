@@ -25,7 +25,7 @@ from memory.actions import ConfirmationRequired
 from memory.capture import ID_PATTERN
 from memory.corrections import ENTITY_TYPE_PATTERN, CorrectionError, Corrections, NotFound
 from memory.export import ExportFormatError, export_memory, import_memory
-from memory.forget import ForgetDeps, ForgetKind, ForgetRequest, NothingToForget, finish_pending, forget, preview
+from memory.forget import ForgetKind, ForgetRequest, NothingToForget, finish_pending, forget, preview
 from memory.service import MemoryService
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ async def _finish_interrupted_forgets(app: FastAPI):
     service = getattr(app.state, "memory", None)
     if service is not None:
         try:
-            done = await finish_pending(forget_deps(service))
+            done = await finish_pending(service.forget_deps)
             if done:
                 log.warning("finished %d forget(s) interrupted by a crash", done)
         except Exception:  # noqa: BLE001 - serving must start; the next start tries again
@@ -54,10 +54,6 @@ def _memory(request: Request) -> MemoryService:
     if service is None:
         raise HTTPException(503, "the memory is not running")
     return service
-
-
-def forget_deps(service: MemoryService) -> ForgetDeps:
-    return service.forget_deps
 
 
 def _corrections(request: Request) -> Corrections:
@@ -182,31 +178,34 @@ class ForgetBody(BaseModel):
                              aware(self.start), aware(self.end), self.with_segments)
 
 
-@router.post("/v1/forget/preview")
-async def forget_preview(request: Request, body: ForgetBody) -> dict:
-    """What ``POST /v1/forget`` would delete, exactly; nothing is changed."""
+@contextmanager
+def forget_errors() -> Iterator[None]:
+    """A forget's refusal as a clear 4xx: 404 nothing matches, 422 a request that does not hold."""
     try:
-        plan = await preview(forget_deps(_memory(request)), body.request())
+        yield
     except NothingToForget as exc:
         raise HTTPException(404, str(exc)) from None
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
+
+
+@router.post("/v1/forget/preview")
+async def forget_preview(request: Request, body: ForgetBody) -> dict:
+    """What ``POST /v1/forget`` would delete, exactly; nothing is changed."""
+    with forget_errors():
+        plan = await preview(_memory(request).forget_deps, body.request())
     return plan.as_dict()
 
 
 @router.post("/v1/forget")
 async def forget_now(request: Request, body: ForgetBody) -> dict:
     """Forget for good; needs ``"confirm": true`` (ask ``/v1/forget/preview`` first)."""
-    deps = forget_deps(_memory(request))
-    try:
+    deps = _memory(request).forget_deps
+    with forget_errors():
         if not body.confirm:
             plan = await preview(deps, body.request())
             raise HTTPException(400, f"confirm: must be true to forget. {plan.describe()}")
         result = await forget(deps, body.request(), confirm=True)
-    except NothingToForget as exc:
-        raise HTTPException(404, str(exc)) from None
-    except ValueError as exc:
-        raise HTTPException(422, str(exc)) from None
     return result.as_dict()
 
 
