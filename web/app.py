@@ -21,6 +21,8 @@ from ingest.api import omi_router
 from ingest.api import router as ingest_router
 from memory.api import router as memory_router
 from memory.api_browser import router as memory_browser_router
+from memory.events.api import emit_router as events_emit_router
+from memory.events.api import router as events_router
 from voice.api import router as voice_router
 from web.auth import require_token
 from web.runtime import Runtime
@@ -130,6 +132,9 @@ def create_app(runtime: Runtime, token: str, hosts: Iterable[str] = ()) -> FastA
     app.state.ingest = runtime.ingest
     app.include_router(memory_router, dependencies=[Depends(require_token)])
     app.include_router(memory_browser_router, dependencies=[Depends(require_token)])
+    app.state.events = runtime.events
+    app.include_router(events_router, dependencies=[Depends(require_token)])
+    app.include_router(events_emit_router, dependencies=[Depends(require_token)])
     app.include_router(ingest_router, dependencies=[Depends(require_token)])
     app.include_router(omi_router)  # Omi webhooks: HMAC signature or per-device secret
     app.state.voice = runtime.voice

@@ -4,7 +4,8 @@ Started once by ``annie serve`` (or a test). Stopped in order, within a bounded 
 (:data:`CLOSE_BUDGET_S`), each part stopped even when another fails or overruns: voice
 sessions and ingest (no new work), then the memory's watcher and workers (a job they
 interrupt is released, not failed), then the LLM they were using, the vector index,
-and last the database pool and the embedded PostgreSQL.
+the event log (what is queued is written), and last the database pool and the
+embedded PostgreSQL.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from pathlib import Path
 from ingest.service import IngestService
 from ingest.settings import IngestSettings
 from memory.db import Database, open_database
+from memory.events.log import EventLog, start_event_log
 from memory.service import MemoryService
 from memory.settings import MemorySettings
 from memory.vectors import VectorIndex, open_vector_index
 from models.embed import EMBED_DIM
 from models.llm_runtime import LLMRuntime, start_llm
 from models.settings import ModelSettings
+from voice.observability import PipelineEvents
 from voice.service import VoiceService
 from voice.settings import VoiceSettings
 
@@ -46,6 +49,7 @@ class Runtime:
     llm: LLMRuntime | None
     voice: VoiceService | None
     _stack: AsyncExitStack = field(repr=False, default_factory=AsyncExitStack)
+    events: EventLog | None = None
 
     async def status(self) -> dict:
         async with self.db.pool.acquire() as conn:
@@ -66,6 +70,8 @@ class Runtime:
         if self.llm is not None:
             steps.append(("LLM", self.llm.close))
         steps.append(("vector index", self.vectors.close))
+        if self.events is not None:  # after every part that emits, before the database
+            steps.append(("event log", self.events.close))
         for name, step in steps:
             left = deadline - time.monotonic() - DATABASE_RESERVE_S
             await _bounded(name, step, max(left, 0.5))
@@ -98,6 +104,8 @@ async def start_runtime(
     try:
         db = await open_database(memory_settings)
         stack.push_async_callback(db.close)
+        events = await start_event_log(db.dsn)
+        stack.push_async_callback(events.close)
         vectors = await open_vector_index(memory_settings, EMBED_DIM)
         stack.push_async_callback(vectors.close)
         memory = MemoryService(memory_settings, model_settings, db.pool, vectors)
@@ -116,13 +124,14 @@ async def start_runtime(
             voice = VoiceService(
                 voice_settings or VoiceSettings(data_dir=memory_settings.data_dir), model_settings, llm.client,
                 memory, backend_name=llm.backend.value, gate=memory.gate,
+                observers=lambda session: [PipelineEvents(session.id)],
             )
             await voice.start()
             stack.push_async_callback(voice.close)
     except BaseException:
         await stack.aclose()
         raise
-    return Runtime(memory_settings, model_settings, db, vectors, memory, ingest, llm, voice, stack)
+    return Runtime(memory_settings, model_settings, db, vectors, memory, ingest, llm, voice, stack, events)
 
 
 def run_dir(data_dir: Path) -> Path:
