@@ -26,6 +26,7 @@ from pipecat.transports.smallwebrtc.request_handler import (
 from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
 from pipecat.workers.runner import WorkerRunner
 
+from memory.disclosure import disclosure_for
 from memory.worker import PriorityGate
 from models.embed import Embedder, resolve_embed
 from models.llm_client import LLMClient
@@ -127,6 +128,7 @@ class VoiceService:
 
     async def close(self) -> None:
         await self.primer.close()
+        await self.chat.close()
         sessions = list(self._sessions.values())
         for session in sessions:
             if session.worker is not None:
@@ -293,6 +295,8 @@ class VoiceService:
             "memory": self.memory is not None,
             "llm_backends": list(self.backends),
             "default_llm_backend": self.default_backend,
+            # "cloud": sensitive memories stay out of the default LLM's prompts (memory.disclosure).
+            "memory_disclosure": disclosure_for(self.backends[self.default_backend]).value,
             "voices": self.models.voices if self.models else [],
             "default_voice": self.settings.voice,
             "tool_routing": self.settings.tool_routing.value,
