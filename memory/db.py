@@ -30,6 +30,15 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
 
 
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """Reset a connection coming back to the pool: nothing to do beyond what asyncpg always
+    does (roll back a transaction left open, drop listeners). asyncpg's default sends
+    ``pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL`` on every release, a
+    second round trip for each one-query use of the pool; Annie's pooled connections hold
+    no session state (no SET, LISTEN, open cursors or advisory locks: migrations take
+    theirs on a connection of their own, temporary tables are dropped on commit)."""
+
+
 @dataclass
 class Database:
     pool: asyncpg.Pool
@@ -56,7 +65,8 @@ async def open_database(settings: MemorySettings, *, durable_init: bool = True) 
         finally:
             await conn.close()
         pool = await asyncpg.create_pool(
-            dsn, min_size=settings.db_pool_min, max_size=settings.db_pool_max, init=_init_connection
+            dsn, min_size=settings.db_pool_min, max_size=settings.db_pool_max, init=_init_connection,
+            reset=_keep_session,
         )
     except BaseException:
         if embedded is not None:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from fastapi import HTTPException, Request, status
 
+from memory.events import EventType, Zone, emit
+
 HEADER = "X-Internal-Token"
 log = logging.getLogger(__name__)
 
@@ -48,11 +50,16 @@ def _event_stream(request: Request) -> bool:
     return request.method == "GET" and "text/event-stream" in request.headers.get("accept", "")
 
 
-def require_token(request: Request) -> None:
-    """FastAPI dependency: 401 unless the request carries the access token."""
+async def require_token(request: Request) -> None:
+    """FastAPI dependency: 401 unless the request carries the access token. A coroutine:
+    it never blocks, and a plain function would be sent to a worker thread on every request."""
     expected: str = request.app.state.token
     given = request.headers.get(HEADER) or (request.query_params.get("token") if _event_stream(request) else None) or ""
     if not secrets.compare_digest(given.encode(), expected.encode()):
+        # The path only: a query string may carry a (wrong) token.
+        emit("web", "auth", Zone.SECURITY, EventType.ERROR,
+             data={"method": request.method, "path": request.url.path[:200], "token_given": bool(given)},
+             reasoning="missing or wrong access token")
         raise HTTPException(
             status_code=status.HTTP_401_UNAUTHORIZED,
             detail=f"missing or wrong access token: send it in the {HEADER} header",

@@ -23,7 +23,7 @@ def _setup_logging(verbose: bool) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from web.serve import AlreadyRunning, serve
+    from web.serve import AlreadyRunning, leave_stragglers, serve
 
     web = WebSettings()
     if args.host:
@@ -37,6 +37,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         pass
+    leave_stragglers()  # stopped in order: do not wait for a long model call to end
     return 0
 
 

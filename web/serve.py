@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,6 +35,7 @@ from web.settings import WebSettings
 log = logging.getLogger(__name__)
 GRACEFUL_S = 3
 THREADS = 32
+EXIT_GRACE_S = 2.0
 
 
 class AlreadyRunning(RuntimeError):
@@ -100,6 +102,27 @@ async def _announce(server: uvicorn.Server, url: str, token: str, token_file: st
 def protect_logs(token: str, ingest: IngestSettings) -> None:
     """Redact the token, the Omi secrets and signatures from every log record."""
     install_redaction([token, ingest.omi_webhook_secret, *ingest.omi_devices.values()])
+
+
+def leave_stragglers(grace_s: float = EXIT_GRACE_S) -> None:
+    """Call once everything is stopped in order: if the interpreter is still waiting for a
+    worker thread ``grace_s`` later (it joins them all on exit, and a model call such as an
+    ingest sweep can run for a minute), end the process without it. Nothing such a call
+    would still write is needed: the next start redoes it from the audio on disk."""
+
+    def _end() -> None:
+        busy = sorted(t.name for t in threading.enumerate()
+                      if t.is_alive() and not t.daemon and t is not threading.main_thread())
+        log.warning("exiting without %d busy worker thread(s): %s", len(busy), ", ".join(busy)[:300])
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(0)
+
+    timer = threading.Timer(grace_s, _end)
+    timer.daemon = True
+    timer.start()
 
 
 async def serve(web: WebSettings, memory: MemorySettings, models: ModelSettings) -> None:

@@ -112,3 +112,16 @@ def test_a_second_instance_on_the_same_data_dir_is_refused(data_dir):
         with pytest.raises(AlreadyRunning, match="already running"):
             with instance_lock(data_dir):
                 pass
+
+
+def test_a_busy_worker_thread_does_not_hold_the_exit():
+    """After an orderly stop, a model call still running in a worker thread (a long sweep)
+    does not keep the process alive: the interpreter would otherwise wait for it."""
+    code = ("import threading, time\n"
+            "from web.serve import leave_stragglers\n"
+            "threading.Thread(target=time.sleep, args=(600,), name='long-sweep').start()\n"
+            "leave_stragglers(0.5)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                            cwd=Path(__file__).resolve().parents[2])
+    assert result.returncode == 0, result.stderr
+    assert "exiting without 1 busy worker thread(s): long-sweep" in result.stderr

@@ -1,0 +1,55 @@
+"""Annie served from a child process for the load benchmarks: an embedded PostgreSQL in a
+temporary directory, the app without the LLM, on loopback; the load client runs in the
+parent so the two do not share an event loop.
+
+The parent runs ``python -m <benchmark> --serve ROOT DSN URL_FILE`` in the child, whose
+``main`` hands those three to :func:`serve`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def serve(root: Path, dsn: str, url_file: Path) -> None:
+    """Child process: serve Annie until stdin closes; its base URL is written to ``url_file``."""
+    from models.settings import ModelSettings
+    from tests.web.live import fresh_database, live_annie
+
+    with live_annie(root / "annie", fresh_database(dsn), ModelSettings(allow_download=False)) as base:
+        url_file.write_text(base)
+        sys.stdin.read()
+
+
+@contextlib.contextmanager
+def annie_in_child(module: str) -> Iterator[tuple[str, Path]]:
+    """(base URL, scratch directory) of Annie served by ``module --serve`` in a child process."""
+    from memory.pg_embedded import EmbeddedPostgres
+
+    root = Path(tempfile.mkdtemp(prefix=f"annie-{module.rsplit('.', 1)[-1]}-"))
+    server = EmbeddedPostgres(root / "postgres", durable_init=False, durable=False)
+    child = None
+    try:
+        dsn = server.start()
+        url_file = root / "url"
+        child = subprocess.Popen([sys.executable, "-m", module, "--serve", str(root), dsn, str(url_file)],
+                                 stdin=subprocess.PIPE)
+        print("starting Annie (no LLM) ...", flush=True)
+        while not url_file.exists():
+            if child.poll() is not None:
+                raise SystemExit("Annie did not start")
+            time.sleep(0.5)
+        yield url_file.read_text(), root
+    finally:
+        if child is not None:
+            child.stdin.close()
+            child.wait(120)
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
