@@ -12,8 +12,15 @@ gold entities and facts:
 
 Precision, recall and F1 are reported per type and overall (micro), with latency per
 session, for all conversations and separately for those with speech-recognition errors.
+The previous result file's scores are kept under ``before`` (the first run's once there is
+one), and the conversations it scored are scored again on their own (``same_as_before``)
+for a like-for-like comparison when the labelled set has grown.
 
-    python -m benchmarks.extraction [--limit N] [--llm-url URL --llm-model NAME]
+Daily summaries: the conversations, taken a few at a time as the sessions of one day, are
+summarised by the production path (:func:`memory.daily.summarise`); the result counts the
+summaries with a repeated sentence as the model wrote them and as they are served.
+
+    python -m benchmarks.extraction [--limit N] [--no-summaries] [--llm-url URL --llm-model NAME]
 """
 
 from __future__ import annotations
@@ -27,18 +34,21 @@ from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from benchmarks.common import percentiles, write_result
+from benchmarks.common import RESULTS, percentiles, write_result
+from memory.daily import day_transcript, summarise
 from memory.extraction.job import extract_lines
 from memory.extraction.postprocess import Entity, FactItem
 from memory.extraction.prompt import Line
 from memory.names import normalize_name
 from models.llm_client import LLMClient
+from models.text_guard import sentences
 
 DATA = Path(__file__).parent / "data" / "extraction" / "conversations.json"
 PARTIAL = Path(__file__).parent / "results" / "extraction.partial.json"  # progress of a run, removed at its end
 SCORED = ("person", "place", "event", "promise", "decision", "topic", "emotion")
 NAMED = ("person", "place")
 REFERENCE = {"overall": 0.645, "person": 0.87, "topic": 0.30}  # published 2B local model, similar task
+SESSIONS_PER_DAY = 6  # conversations summarised together as one day
 
 
 def _words(text: str) -> str:
@@ -142,6 +152,54 @@ def summary(rows: list, latencies: list[float], failures: list[dict]) -> dict:
     }
 
 
+def repeated_sentences(text: str) -> int:
+    """How many sentences of ``text`` say again what an earlier one said."""
+    keys = [" ".join(normalize_name(s).split()) for s in sentences(text)]
+    keys = [k for k in keys if k]
+    return len(keys) - len(set(keys))
+
+
+async def summaries(client: LLMClient, conversations: list[dict]) -> dict:
+    """Each run of :data:`SESSIONS_PER_DAY` conversations summarised as one day's sessions."""
+    out = []
+    for first in range(0, len(conversations), SESSIONS_PER_DAY):
+        day = conversations[first:first + SESSIONS_PER_DAY]
+        date = datetime.fromisoformat(day[0]["date"].replace("Z", "+00:00"))
+        rows = [{"session_id": conv["id"], "speaker": line.speaker, "text": line.text, "device_id": "omi",
+                 "ts": date.replace(hour=8) + timedelta(hours=2 * n, seconds=5 * i)}
+                for n, conv in enumerate(day) for i, line in enumerate(lines_of(conv))]
+        summary = await summarise(client, date.date(), day_transcript(rows))
+        said = normalize_name(summary.text)
+        out.append({"sessions": [conv["id"] for conv in day], "summary": summary.text,
+                    "repeated_in_model_text": repeated_sentences(summary.raw),
+                    "repeated_served": repeated_sentences(summary.text),
+                    "sessions_named": sum(any(normalize_name(name) in said for name in _names(conv)) for conv in day)})
+        print(f"summary of {out[-1]['sessions']}: {summary.text}", flush=True)
+    return {
+        "days": len(out),
+        "with_repeated_sentence_model_text": sum(1 for s in out if s["repeated_in_model_text"]),
+        "with_repeated_sentence_served": sum(1 for s in out if s["repeated_served"]),
+        "items": out,
+    }
+
+
+def _names(conv: dict) -> list[str]:
+    return [e["name"] for e in conv["entities"] if e["type"] in NAMED]
+
+
+def previous(path: Path) -> dict | None:
+    """The scores of the last written result: its own ``before`` if it has one, else its own scores."""
+    if not path.exists():
+        return None
+    old = json.loads(path.read_text())
+    if "before" in old:
+        return old["before"]
+    return {"when": old.get("when"), "backend": old.get("backend"), "conversations": old.get("conversations"),
+            "ids": sorted(old.get("predictions", {})),
+            "per_type_f1": {t: v["f1"] for t, v in old["all"]["per_type"].items()},
+            "entities_overall": old["all"]["entities_overall"], "overall_with_facts": old["all"]["overall_with_facts"]}
+
+
 async def run(client: LLMClient, conversations: list[dict], partial: Path | None = None) -> dict:
     """Score every conversation; after each one the summary so far goes to ``partial``."""
     rows, latencies, failures = [], [], []
@@ -160,7 +218,7 @@ async def run(client: LLMClient, conversations: list[dict], partial: Path | None
         print(f"[{n}/{len(conversations)}] {conv['id']} {seconds:.1f} s: {found}", flush=True)
         if partial is not None:
             partial.write_text(json.dumps({"partial": True, **summary(rows, latencies, failures)}, indent=2) + "\n")
-    return summary(rows, latencies, failures)
+    return {**summary(rows, latencies, failures), "_rows": rows}
 
 
 async def wait_ready(client: LLMClient, timeout_s: float = 300.0) -> None:
@@ -182,6 +240,7 @@ async def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="only the first N conversations")
     parser.add_argument("--llm-url", help="an OpenAI-compatible endpoint (default: start the managed llama-server)")
     parser.add_argument("--llm-model", default="local")
+    parser.add_argument("--no-summaries", action="store_true", help="skip the daily summaries' repetition check")
     args = parser.parse_args()
     conversations = json.loads(DATA.read_text())["conversations"]
     if args.limit:
@@ -196,16 +255,31 @@ async def main() -> None:
 
         settings = ModelSettings(llm_base_url=None, ollama_host=None, allow_download=False)
         runtime = await start_llm(settings, Path(tempfile.mkdtemp(prefix="annie-bench-")))
-        client = runtime.client
+        # the runtime's client gives up after 120 s; on a machine shared with other work a reply takes longer
+        client = LLMClient(runtime.client.base_url, runtime.client.model, timeout=900,
+                           native_penalties=runtime.client.native_penalties)
         backend = f"managed llama-server ({client.model})"
+    before = previous(RESULTS / "extraction.json")
     try:
         await wait_ready(client)
         result = await run(client, conversations, PARTIAL)
+        if not args.no_summaries:
+            try:
+                result["daily_summaries"] = await summaries(client, conversations)
+            except Exception as exc:  # noqa: BLE001 - the extraction scores are still written
+                result["daily_summaries"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
     finally:
         if runtime is not None:
+            await client.close()
             await runtime.close()
     if len(result["failures"]) == len(conversations):
         raise SystemExit(f"every conversation failed, nothing written: {result['failures'][0]['error']}")
+    if before is not None:
+        result["before"] = before
+        ids = set(before.get("ids", []))
+        result["same_as_before"] = table([r[1] for r in result["_rows"] if r[0]["id"] in ids])
+        result["same_as_before"]["conversations"] = len(ids)
+    result.pop("_rows", None)
     write_result("extraction", {"backend": backend, **result})
     PARTIAL.unlink(missing_ok=True)
 

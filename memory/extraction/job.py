@@ -16,16 +16,18 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 
 import asyncpg
 
 from memory import jobs
 from memory.capture import ASSISTANT_SPEAKER
+from memory.disclosure import Disclosure, disclosure_for, sensitive_segment
 from memory.extraction.postprocess import Entity, FactItem, clean_entities, clean_facts, dedup, speaker_entities
-from memory.extraction.prompt import SCHEMA, Line, chunk_lines, messages
+from memory.extraction.prompt import SCHEMA, EntityType, Line, chunk_lines, messages
 from memory.graph import add_fact, upsert_entity
+from memory.names import normalize_name
 from memory.worker import PriorityGate
 from models.llm_client import LLMClient, LLMOutputError
 
@@ -75,12 +77,16 @@ async def enqueue_asserted(conn: asyncpg.Connection | asyncpg.Pool, session_id: 
 
 async def extract_lines(llm: LLMClient, lines: list[Line], *, asserted: bool = False,
                         between: Callable[[], Awaitable[None]] | None = None,
+                        places: frozenset[str] | set[str] = frozenset(),
                         ) -> tuple[list[Entity], list[FactItem], int]:
     """Ask the LLM chunk by chunk; the cleaned entities and facts and the chunk count.
 
-    ``between`` is awaited before each chunk (to yield to live work, renew a lease)."""
+    ``between`` is awaited before each chunk (to yield to live work, renew a lease).
+    ``places`` are normalised names already known as places; places found in a chunk are
+    known to the chunks after it."""
     entities: list[Entity] = []
     facts: list[FactItem] = []
+    known_places = set(places)
     chunks = chunk_lines(lines)
     for chunk in chunks:
         if between is not None:
@@ -89,9 +95,12 @@ async def extract_lines(llm: LLMClient, lines: list[Line], *, asserted: bool = F
             if asserted:
                 for item in (*reply["entities"], *reply["facts"]):
                     item["confidence"] = ASSERTED_CONFIDENCE
-            found = clean_entities(reply["entities"], part)
+            found = clean_entities(reply["entities"], part, known_places)
+            known_places |= {normalize_name(e.name) for e in found if e.type is EntityType.PLACE}
             entities.extend(found + speaker_entities(part))
             facts.extend(clean_facts(reply["facts"], part, found))
+    if asserted:  # what is read from the words themselves ("my brother Arjun") was asserted too
+        facts = [replace(f, confidence=ASSERTED_CONFIDENCE) for f in facts]
     return dedup(entities), facts, len(chunks)
 
 
@@ -155,10 +164,14 @@ class Extractor:
         )
         if row is None:
             raise LookupError(f"no session {session_id}")
+        # A cloud LLM does not read again what is already marked sensitive (a session that
+        # grew is extracted again whole); see memory.disclosure.
+        cloud = disclosure_for(self._llm()) is Disclosure.CLOUD
         rows = await self.pool.fetch(
-            """SELECT segment_id, speaker, text, ts FROM segments
-               WHERE session_id = $1 AND speaker IS DISTINCT FROM $2 ORDER BY start_s, segment_id""",
-            session_id, ASSISTANT_SPEAKER,
+            f"""SELECT segment_id, speaker, text, ts FROM segments g
+               WHERE session_id = $1 AND speaker IS DISTINCT FROM $2 AND NOT ($3 AND {sensitive_segment('g')})
+               ORDER BY start_s, segment_id""",
+            session_id, ASSISTANT_SPEAKER, cloud,
         )
         return [Line(r["segment_id"], r["speaker"], r["text"], r["ts"]) for r in rows], bool(row["fresh"])
 
@@ -179,7 +192,10 @@ class Extractor:
         llm = self._llm()
         if llm is None:
             raise RuntimeError("no LLM is configured")
-        return await extract_lines(llm, lines, asserted=asserted, between=self._between_chunks)
+        places = await self.pool.fetch(
+            "SELECT normalized_name FROM entities WHERE user_id = $1 AND type = 'place'", self.user_id)
+        return await extract_lines(llm, lines, asserted=asserted, between=self._between_chunks,
+                                   places={r["normalized_name"] for r in places})
 
     async def extract_session(self, session_id: str, *, force: bool = False) -> ExtractionReport:
         """Extract one session now (skipped when already done and unchanged, unless forced)."""

@@ -1,27 +1,45 @@
 """From the LLM's raw reply to clean, grounded entities and facts.
 
 Per chunk: names outside 2..200 characters, pronouns, vague groups ("four people") and
-bare kinship words ("my sister") are dropped; items under their type's confidence
-threshold are dropped; at most :data:`MAX_ITEMS_PER_CHUNK` entities are kept. Each entity
-is linked to the segment whose words best overlap its evidence and name, and dropped when
-nothing in the transcript supports it; a person, place, topic or emotion must use a word
-of the conversation; a non-name item that only repeats a named person or place is dropped. Duplicates by (type, case-folded name) keep the
-highest confidence. Named speakers are people of the conversation. Fact endpoints are
-resolved to entities; "I" becomes the speaker.
+bare kinship words ("my sister", "the user's sister") are dropped; items under their
+type's confidence threshold are dropped; at most :data:`MAX_ITEMS_PER_CHUNK` entities are
+kept. Each entity is linked to the segment whose words best overlap its evidence and
+name, and dropped when nothing in the transcript supports it; a person, place, topic or
+emotion must use a word of the conversation; a non-name item that only repeats a named
+person or place is dropped. Types are checked against the transcript and the places
+already known (:mod:`memory.extraction.checks`). A promise stands only on a first-person
+commitment in its segment's words, a decision on words of choosing; such words the model
+passed over become the item themselves (:mod:`memory.extraction.commitments`).
+Duplicates by (type, case-folded name) keep the highest confidence. Named speakers are
+people of the conversation. Fact endpoints are resolved to entities; "I" becomes the
+speaker; a fact needs endpoints of the right types and, for where someone lives, works
+or studies, words that say so; "my sister Priya" is a fact whatever the model made of it.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
-from memory.extraction.prompt import FACT_THRESHOLD, PREDICATES, THRESHOLDS, EntityType, Line, Sensitivity
+from memory.extraction import checks
+from memory.extraction.commitments import ground_commitments
+from memory.extraction.feelings import stated_feelings
+from memory.extraction.items import Entity, FactItem
+from memory.extraction.prompt import (
+    FACT_THRESHOLD,
+    OWNER_LABELS,
+    OWNER_SHOWN,
+    PREDICATES,
+    THRESHOLDS,
+    EntityType,
+    Line,
+    Sensitivity,
+)
+from memory.extraction.relations import SYMMETRIC, kin_mentions, kin_people, pair_key
 from memory.names import normalize_name
 
 NAME_MIN, NAME_MAX = 2, 200
 MAX_ITEMS_PER_CHUNK = 12
 MAX_PROPERTIES, PROPERTY_KEY_MAX, PROPERTY_VALUE_MAX = 5, 40, 120
-OWNER_LABELS = frozenset({"", "me", "i", "user", "owner", "myself"})
 OWNER_NAME = "me"
 
 PRONOUNS = frozenset({
@@ -40,6 +58,8 @@ KINSHIP = frozenset({
 DETERMINERS = frozenset({"my", "his", "her", "their", "our", "your", "the", "a", "an", "its"})
 NUMBERS = frozenset({"two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "some", "many",
                      "several", "few", "all", "both", "2", "3", "4", "5", "6", "7", "8", "9", "10"})
+GROUPS = frozenset({"people", "persons", "guys", "of", "friends", "kids", "children", "men", "women", "folks",
+                    "members", "others", "girls", "boys"})
 STOPWORDS = frozenset({
     "the", "a", "an", "and", "or", "of", "to", "in", "on", "at", "for", "with", "is", "was", "are", "be", "it",
     "i", "you", "he", "she", "we", "they", "my", "your", "that", "this", "so", "but", "just", "oh", "well",
@@ -51,6 +71,8 @@ SWITCHABLE = frozenset({"decided", "plans", "prefers", "uses", "likes", "related
 _DECIDED = re.compile(r"\b(decid\w*|chose|choose|going with|go with|settled on|let's)\b", re.IGNORECASE)
 _GENERIC_SPEAKER = re.compile(r"\d|speaker|unknown|someone|guest")
 SPEAKER_CONFIDENCE = 0.9
+KIN_CONFIDENCE = 0.9  # "my sister Priya": read from the words
+FEELING_CONFIDENCE = 0.7  # "I'm so anxious": read from the words
 
 NAMED_TYPES = (EntityType.PERSON, EntityType.PLACE)
 WORDED_TYPES = (EntityType.PERSON, EntityType.PLACE, EntityType.TOPIC, EntityType.EMOTION)
@@ -65,34 +87,6 @@ OBJECT_TYPE: dict[str, EntityType] = {
 }
 
 
-@dataclass
-class Entity:
-    type: EntityType
-    name: str
-    confidence: float
-    sensitivity: Sensitivity
-    evidence: str
-    segment_id: str
-    properties: dict = field(default_factory=dict)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.type.value, normalize_name(self.name)
-
-
-@dataclass
-class FactItem:
-    subject: str
-    subject_type: EntityType
-    predicate: str
-    object: str
-    object_type: EntityType
-    fact: str
-    confidence: float
-    segment_id: str
-    replaces: tuple[str, ...] = ()  # words of a switch's utterance naming what was given up
-
-
 def content_words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.casefold()) if w not in STOPWORDS and len(w) > 1}
 
@@ -102,15 +96,15 @@ def is_non_entity(entity_type: EntityType, name: str) -> bool:
     norm = normalize_name(name)
     if not (NAME_MIN <= len(name.strip()) <= NAME_MAX) or not norm:
         return True
-    if norm in PRONOUNS:
+    if norm in PRONOUNS or norm in OWNER_LABELS:
         return True
     words = norm.split()
-    if words[0] in NUMBERS and len(words) <= 3:
-        return True  # "four people", "two kids"
+    if words[0] in NUMBERS and (len(words) <= 3 or words[1] in GROUPS):
+        return True  # "four people", "two kids", "four people from the gym"
     if entity_type in (EntityType.PERSON, EntityType.RELATIONSHIP, EntityType.PLACE):
-        rest = [w for w in words if w not in DETERMINERS]
-        if not rest or all(w.rstrip("'s") in KINSHIP or w in KINSHIP or w in PRONOUNS for w in rest):
-            return True  # "my sister", "her mom", "the kids"
+        rest = [checks.bare(w) for w in words if w not in DETERMINERS]
+        if not rest or all(w in KINSHIP or w in PRONOUNS or w in OWNER_LABELS for w in rest):
+            return True  # "my sister", "her mom", "the kids", "user's sister"
     return False
 
 
@@ -131,10 +125,15 @@ def best_segment(lines: list[Line], evidence: str, name: str) -> tuple[Line | No
     return best, best_score
 
 
-def clean_entities(raw: list[dict], lines: list[Line]) -> list[Entity]:
-    """Filter, threshold, ground and cap one chunk's entities (see module doc)."""
+def clean_entities(raw: list[dict], lines: list[Line], places: frozenset[str] | set[str] = frozenset()) -> list[Entity]:
+    """Filter, threshold, type-check, ground and cap one chunk's entities (see module doc).
+
+    ``places`` are normalised names already known as places (in the store, earlier chunks)."""
     kept: dict[tuple[str, str], Entity] = {}
     chunk_words = set().union(*(content_words(line.text) for line in lines))
+    cased = checks.transcript_is_cased(lines)
+    people = {normalize_name(line.shown_speaker) for line in lines} | {
+        normalize_name(str(item.get("name", ""))) for item in raw if item.get("type") == EntityType.PERSON.value}
     for item in raw:
         try:
             entity_type = EntityType(item["type"])
@@ -144,6 +143,10 @@ def clean_entities(raw: list[dict], lines: list[Line]) -> list[Entity]:
             continue
         if confidence < THRESHOLDS[entity_type] or is_non_entity(entity_type, name):
             continue
+        checked = _type_checked(entity_type, name, lines, places, people, cased)
+        if checked is None:
+            continue
+        entity_type, name = checked
         evidence = str(item.get("evidence", ""))[:NAME_MAX]
         line, score = best_segment(lines, evidence, name)
         if line is None or score < 0.34:
@@ -158,12 +161,53 @@ def clean_entities(raw: list[dict], lines: list[Line]) -> list[Entity]:
                         _properties(item.get("properties")))
         if entity.key not in kept or kept[entity.key].confidence < entity.confidence:
             kept[entity.key] = entity
+    for person in kin_people(lines, cased):  # "my wife Elena": a name the model may have missed
+        entity = Entity(EntityType.PERSON, person.name, KIN_CONFIDENCE, Sensitivity.OPEN, person.evidence,
+                        person.segment_id)
+        kept.setdefault(entity.key, entity)
+    felt = {e.name.casefold()[:5] for e in kept.values() if e.type is EntityType.EMOTION}
+    for line in lines:  # "I'm so anxious": a feeling stated in the words
+        for feeling in stated_feelings(line.text):
+            if feeling.word[:5] not in felt:
+                felt.add(feeling.word[:5])
+                entity = Entity(EntityType.EMOTION, feeling.word, FEELING_CONFIDENCE, Sensitivity.OPEN,
+                                feeling.evidence, line.segment_id)
+                kept.setdefault(entity.key, entity)
     named = {normalize_name(e.name) for e in kept.values() if e.type in NAMED_TYPES}
-    ranked = sorted(
-        (e for e in kept.values() if e.type in NAMED_TYPES or normalize_name(e.name) not in named),
-        key=lambda e: -e.confidence,
-    )
-    return _promise_or_decision(ranked, {line.segment_id: line.text for line in lines})[:MAX_ITEMS_PER_CHUNK]
+    here_places = {normalize_name(e.name) for e in kept.values() if e.type is EntityType.PLACE}
+    grounded = ground_commitments(
+        [e for e in kept.values()
+         if (e.type in NAMED_TYPES or normalize_name(e.name) not in named)
+         and not (e.type is EntityType.PERSON and normalize_name(e.name) in here_places)], lines)
+    said = [e.name for e in grounded if e.type in (EntityType.PROMISE, EntityType.DECISION)]
+    grounded = sorted((e for e in grounded if not (e.type is EntityType.EVENT and any(checks.restates(e.name, c)
+                                                                                       for c in said))),
+                      key=lambda e: -e.confidence)
+    return _promise_or_decision(grounded, {line.segment_id: line.text for line in lines})[:MAX_ITEMS_PER_CHUNK]
+
+
+def _type_checked(entity_type: EntityType, name: str, lines: list[Line], places: frozenset[str] | set[str],
+                  people: set[str], cased: bool) -> tuple[EntityType, str] | None:
+    """The type (and name) the transcript supports, or None (see :mod:`memory.extraction.checks`)."""
+    if entity_type is EntityType.PLACE and (owner := checks.home_owner(name, people)) is not None:
+        if is_non_entity(EntityType.PERSON, owner):
+            return None  # "my mom's place": nobody named
+        entity_type, name = EntityType.PERSON, owner  # "Aunt Rosa's house" names Aunt Rosa
+    if entity_type is EntityType.PERSON:
+        if any(line.shown_speaker.casefold() == name.casefold() for line in lines):
+            return entity_type, name  # a speaker is a person whatever a place is called
+        if normalize_name(name) in places:
+            return None  # "Texas" is already known as a place
+        if checks.only_locative(name, lines):
+            return EntityType.PLACE, name  # only ever "in Texas", "moved to Texas"
+        if cased and checks.never_capitalised(name, lines):
+            return None  # "the plumber": not a name
+    if (entity_type is EntityType.PLACE and cased and checks.never_capitalised(name, lines)
+            and checks.after_possessive(name, lines)):
+        return None  # "her garden"
+    if entity_type is EntityType.EVENT and checks.only_a_date(name):
+        return None  # "Friday 2026-02-20"
+    return entity_type, name
 
 
 def _properties(raw: object) -> dict[str, str]:
@@ -246,12 +290,48 @@ def _grounded(name: str, chunk_words: set[str]) -> bool:
     return any(len(w) >= 4 and w[:5] in stems for w in words)
 
 
+PERSON_PREDICATES = SYMMETRIC
+PLACE_PREDICATES = frozenset({"lives_in", "from", "visited", "studies_at", "works_at"})
+DOINGS = frozenset({"promised", "decided", "plans"})
+NOT_A_PLACE = (EntityType.PERSON, EntityType.EMOTION, EntityType.PROMISE, EntityType.DECISION, EntityType.QUESTION)
+
+
+def _fits(predicate: str, subj: tuple[str, EntityType], target: tuple[str, EntityType], lines: list[Line]) -> bool:
+    """Endpoint types the predicate allows, names that are not one another, and the words it needs."""
+    if predicate != "related_to" and subj[1] is not EntityType.PERSON:
+        return False
+    if predicate in PERSON_PREDICATES and target[1] is not EntityType.PERSON:
+        return False
+    if predicate in PLACE_PREDICATES and target[1] in NOT_A_PLACE:
+        return False  # "me studies_at doctor Patel"
+    left = {checks.bare(w) for w in normalize_name(subj[0]).split()}
+    right = {checks.bare(w) for w in normalize_name(target[0]).split()}
+    if left <= right or right <= left:
+        return False  # "Claire lives_in Claire's"
+    return checks.cue_near(predicate, target[0], lines)
+
+
+def kinship_facts(lines: list[Line], entities: list[Entity]) -> list[FactItem]:
+    """"my sister Priya" said by someone: Priya family_of that speaker (see :mod:`relations`)."""
+    people = [e.name for e in entities if e.type is EntityType.PERSON]
+    out: list[FactItem] = []
+    for line in lines:
+        speaker = speaker_name(line.speaker)
+        for person, predicate in kin_mentions(line.text, people):
+            if normalize_name(person) != normalize_name(speaker):
+                shown = OWNER_SHOWN if speaker == OWNER_NAME else speaker
+                out.append(FactItem(person, EntityType.PERSON, predicate, speaker, EntityType.PERSON,
+                                    f"{person} {predicate.replace('_', ' ')} {shown}", KIN_CONFIDENCE, line.segment_id))
+    return out
+
+
 def clean_facts(raw: list[dict], lines: list[Line], entities: list[Entity]) -> list[FactItem]:
     """Resolve and ground one chunk's facts; drop the ones that cannot be."""
     known = {normalize_name(e.name): e for e in entities if e.type in (EntityType.PERSON, EntityType.PLACE,
                                                                       EntityType.TOPIC, EntityType.EVENT)}
-    out: list[FactItem] = []
-    seen: set[tuple[str, str, str]] = set()
+    out: list[FactItem] = kinship_facts(lines, entities)
+    seen = {(normalize_name(f.subject), f.predicate, normalize_name(f.object)) for f in out}
+    pairs = {pair_key(f.subject, f.object) for f in out}
     chunk_words = set().union(*(content_words(line.text) for line in lines))
     for item in raw:
         try:
@@ -271,15 +351,21 @@ def clean_facts(raw: list[dict], lines: list[Line], entities: list[Entity]) -> l
             continue
         if not all(_grounded(end[0], chunk_words) for end in (subj, target)):
             continue  # an endpoint the conversation never mentions
-        key = (normalize_name(subj[0]), predicate, normalize_name(target[0]))
-        if key in seen:
+        if not _fits(predicate, subj, target, lines):
             continue
+        key = (normalize_name(subj[0]), predicate, normalize_name(target[0]))
+        pair = pair_key(subj[0], target[0])
+        if key in seen or pair in pairs:
+            continue  # said already, or said otherwise (one fact per pair of things a chunk names)
         seen.add(key)
+        pairs.add(pair)
         replaces: tuple[str, ...] = ()
         if predicate in SWITCHABLE and (_SWITCH.search(sentence) or _SWITCH.search(line.text)):
             # "switched to X": X is now preferred; what the utterance names besides X is given up
             predicate = "prefers"
             replaces = tuple(sorted(content_words(line.text) - content_words(target[0]) - content_words(subj[0])))
+        elif predicate in DOINGS and len(content_words(target[0])) < 2:
+            continue  # "me promised school": a commitment or plan is more than a word
         out.append(FactItem(subj[0], subj[1], predicate, target[0], target[1], sentence or f"{subject} {predicate} {obj}",
                             min(confidence, 1.0), line.segment_id, replaces))
     return out

@@ -99,28 +99,38 @@ SCHEMA: dict = {
 
 SYSTEM = """You extract what is worth remembering from a conversation transcript. Reply with JSON only.
 entities: person (a named person), place (a city, country, venue, or an organisation: company, school, shop), \
-event (something that happens at a time), promise (someone commits to do something: "I'll", "I promise"), \
+event (something that happens at a time), promise (a speaker commits to do something: "I'll", "I promise"), \
 decision (a choice someone made: "we decided", "let's go with"), relationship (how two named people are related), \
-topic (what the talk is about, in 1-3 words), emotion (a feeling someone states, in one word), question (left open).
+topic (a thing talked about: a product or brand, a book or show, a sport or hobby, a language or school subject, \
+a health problem; 1-3 words as said), emotion (a feeling someone states, in one word), question (left open).
 Every named person and every place gets an item of its own, also when it is part of an event or promise. \
 A thing is a promise or a decision, never both. Only what the transcript clearly says; most short \
-conversations hold 3-7 items. Names exactly as said. Never output pronouns, "someone", groups like \
-"four people", or family words without a name.
+conversations hold 3-7 items. Names exactly as said. Never output pronouns, "someone", "the user", groups like \
+"four people", or family words without a name. A place or a date is never a person.
 confidence 0-1. sensitivity: open; private (family matters, money, plans); sensitive (health, intimate).
 evidence: a few words copied from the transcript.
 facts: subject predicate object, between named things; for "I" use the speaker's name. \
-prefers = what someone chose or switched to.
+Say where people live, work and study and how they are related. prefers = what someone chose or switched to.
 Example transcript:
 [09:00] Tom: My sister Anna moved to Boston, she works at Fidelity now. I'll call her on Friday.
+[09:01] Sue: I'm so glad for her. Is she still playing tennis?
 Example reply:
 {"entities":[{"type":"person","name":"Anna","confidence":0.9,"sensitivity":"open","evidence":"My sister Anna"},\
 {"type":"place","name":"Boston","confidence":0.9,"sensitivity":"open","evidence":"moved to Boston"},\
 {"type":"place","name":"Fidelity","confidence":0.8,"sensitivity":"open","evidence":"works at Fidelity"},\
 {"type":"promise","name":"Tom will call Anna on Friday","confidence":0.8,"sensitivity":"open",\
-"evidence":"I'll call her on Friday"}],"facts":[{"subject":"Anna","predicate":"family_of","object":"Tom",\
+"evidence":"I'll call her on Friday"},{"type":"topic","name":"tennis","confidence":0.7,"sensitivity":"open",\
+"evidence":"playing tennis"},{"type":"emotion","name":"glad","confidence":0.7,"sensitivity":"open",\
+"evidence":"I'm so glad"}],"facts":[{"subject":"Anna","predicate":"family_of","object":"Tom",\
 "fact":"Anna is Tom's sister","confidence":0.9},{"subject":"Anna","predicate":"lives_in","object":"Boston",\
 "fact":"Anna lives in Boston","confidence":0.9},{"subject":"Anna","predicate":"works_at","object":"Fidelity",\
 "fact":"Anna works at Fidelity","confidence":0.9}]}"""
+
+
+# How captures label the owner ("user"); the prompt shows the owner as "Me", since a small
+# model that reads "user:" writes "the user's sister".
+OWNER_LABELS = frozenset({"", "me", "i", "user", "owner", "myself"})
+OWNER_SHOWN = "Me"
 
 
 @dataclass(frozen=True)
@@ -132,8 +142,16 @@ class Line:
     text: str
     ts: datetime
 
+    @property
+    def by_owner(self) -> bool:
+        return " ".join(self.speaker.split()).casefold() in OWNER_LABELS
+
+    @property
+    def shown_speaker(self) -> str:
+        return OWNER_SHOWN if self.by_owner else " ".join(self.speaker.split())
+
     def render(self) -> str:
-        return f"[{self.ts:%H:%M}] {self.speaker or 'Someone'}: {self.text.strip()}"
+        return f"[{self.ts:%H:%M}] {self.shown_speaker}: {self.text.strip()}"
 
 
 def chunk_lines(lines: list[Line], max_chars: int = CHUNK_CHARS) -> list[list[Line]]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+import os
+import time
+from datetime import UTC, date, datetime, timedelta
 
 import httpx
 import pytest
 
 from memory import graph
+from memory.daily import _bounds, day_transcript, local_today, parse_day
 from memory.service import MemoryService
 from tests.memory.conftest import LLM_TEST_TIMEOUT_S, TOKEN, memory_app, payload, write
 
@@ -77,3 +80,55 @@ async def test_summary_is_grounded_stored_and_computed_once(service, slow_llm):
     again = await service.daily(date(2026, 3, 10))
     assert again["cached"] and again["summary"] == first["summary"]
     assert "summary: " in await service.daily_summary("2026-03-10")
+
+
+async def test_today_and_yesterday_are_the_owners_local_days(client):
+    for word, back in (("today", 0), ("yesterday", 1), ("Yesterday", 1)):
+        response = await client.get("/v1/daily", params={"date": word})
+        assert response.status_code == 200, response.text
+        assert response.json()["date"] == (local_today() - timedelta(days=back)).isoformat()
+    bad = await client.get("/v1/daily", params={"date": "tomorrowish"})
+    assert bad.status_code == 422 and "today or yesterday" in bad.text
+    assert parse_day("today", date(2026, 3, 1)) == date(2026, 3, 1)
+    assert parse_day("yesterday", date(2026, 3, 1)) == date(2026, 2, 28)
+    assert parse_day("2026-03-10") == date(2026, 3, 10)
+
+
+@pytest.fixture
+def chicago():
+    """This process in a time zone behind UTC with a daylight-saving change (restored after)."""
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "America/Chicago"
+    time.tzset()
+    yield
+    if before is None:
+        os.environ.pop("TZ", None)
+    else:
+        os.environ["TZ"] = before
+    time.tzset()
+
+
+def test_a_day_runs_from_local_midnight_to_local_midnight(chicago):
+    start, end = _bounds(date(2026, 3, 10))
+    assert (start.astimezone(UTC), end.astimezone(UTC)) == (datetime(2026, 3, 10, 5, tzinfo=UTC),
+                                                            datetime(2026, 3, 11, 5, tzinfo=UTC))
+    # an evening conversation (20:30 in Chicago, 01:30 UTC the next day) is on the local day
+    assert start <= datetime(2026, 3, 11, 1, 30, tzinfo=UTC) < end
+    start, end = _bounds(date(2026, 3, 8))  # clocks go forward: a 23-hour day
+    assert end - start == timedelta(hours=23)
+
+
+def test_every_session_of_the_day_is_in_the_summarys_input():
+    def rows(session, device, hour, count, words):
+        return [{"session_id": session, "speaker": "annie" if i % 2 else "user", "device_id": device,
+                 "ts": datetime(2026, 3, 10, hour, i % 60, tzinfo=UTC),
+                 "text": f"{words} number {i}, " + "and a long turn that goes on and on " * 3}
+                for i in range(count)]
+    morning = rows("voice-1", "browser", 8, 60, "morning chat")
+    omi = rows("omi-1", "omi", 13, 40, "lunch with Priya about Lisbon")
+    evening = rows("voice-2", "browser", 20, 60, "evening chat")
+    text = day_transcript([*morning, *omi, *evening])
+    assert len(text) < 3200
+    assert "Conversation 2 of 3" in text and "(omi)" in text and "lunch with Priya about Lisbon" in text
+    assert "morning chat number 0" in text and "evening chat number 59" in text
+    assert "annie: " in text and max(len(line) for line in text.splitlines()) < 200  # Annie's turns cut short

@@ -89,7 +89,8 @@ async def test_briefing_puts_promises_and_people_facts_first_and_leaves_out_sens
 
 async def test_daily_summary_tool_on_an_empty_day_needs_no_llm(service):
     assert await service.daily_summary("2026-01-01") == "2026-01-01: nothing was recorded."
-    assert await service.daily_summary("yesterday") == "The date must be YYYY-MM-DD."
+    assert await service.daily_summary("next week") == "The date must be YYYY-MM-DD, today or yesterday."
+    assert (await service.daily_summary("yesterday")).endswith(": nothing was recorded.")
 
 
 @pytest.mark.slow
