@@ -21,6 +21,8 @@ import asyncio
 import contextlib
 import fractions
 import json
+import logging
+import shutil
 import socket
 import statistics
 import tempfile
@@ -35,6 +37,9 @@ import numpy as np
 from aiortc import MediaStreamTrack, RTCPeerConnection, RTCSessionDescription
 from pipecat.frames.frames import (
     AggregatedTextFrame,
+    BotStartedSpeakingFrame,
+    BotStoppedSpeakingFrame,
+    InterruptionFrame,
     LLMContextFrame,
     LLMFullResponseEndFrame,
     TranscriptionFrame,
@@ -43,6 +48,8 @@ from pipecat.frames.frames import (
 )
 from pipecat.observers.base_observer import BaseObserver, FramePushed
 from pipecat.processors.aggregators.llm_text_processor import LLMTextProcessor
+from pipecat.processors.frame_processor import FrameDirection
+from pipecat.transports.base_output import BaseOutputTransport
 
 from benchmarks.common import percentiles, write_result
 from memory.db import open_database
@@ -169,9 +176,16 @@ class StageObserver(BaseObserver):
         super().__init__()
         self.turns: list[dict[str, float]] = []
         self._turn: dict[str, float] = {}
+        self.interruptions: list[float] = []  # when the pipeline was told to stop the bot
+        self.bot_speaking: list[tuple[float, bool]] = []  # (when, started or stopped)
 
     async def on_push_frame(self, data: FramePushed) -> None:
         frame, now = data.frame, time.monotonic()
+        if isinstance(frame, InterruptionFrame) and (not self.interruptions or now - self.interruptions[-1] > 0.5):
+            self.interruptions.append(now)  # every processor passes it on: keep the first
+        elif isinstance(frame, BotStartedSpeakingFrame | BotStoppedSpeakingFrame) and isinstance(
+                data.source, BaseOutputTransport) and data.direction is FrameDirection.DOWNSTREAM:
+            self.bot_speaking.append((now, isinstance(frame, BotStartedSpeakingFrame)))
         if isinstance(frame, VADUserStoppedSpeakingFrame):
             self._turn = {"vad_stop": now}
         elif isinstance(frame, TranscriptionFrame) and "stt" not in self._turn and self._turn:
@@ -186,6 +200,18 @@ class StageObserver(BaseObserver):
         elif isinstance(frame, TTSAudioRawFrame) and "chunk" in self._turn and "tts" not in self._turn:
             self._turn["tts"] = now
             self.turns.append(self._turn)
+        if (isinstance(frame, LLMFullResponseEndFrame) and isinstance(data.source, AgentLLMProcessor)
+                and self._turn and "agent" not in self._turn):
+            self._turn["agent"] = dict(data.source.last_timings)  # type: ignore[assignment]
+
+    def speaking_at(self, t: float) -> bool:
+        """Whether the bot was speaking at ``t`` by the output transport's account."""
+        state = False
+        for when, started in self.bot_speaking:
+            if when > t:
+                break
+            state = started
+        return state
 
 
 def kokoro_pcm(kokoro, text: str) -> tuple[np.ndarray, np.ndarray]:
@@ -284,14 +310,25 @@ async def voice_turns(peer: Peer, observer: StageObserver, turns: list[tuple[str
                 "tts_first_chunk_s": round(stage["tts"] - stage["chunk"], 3),
             })
             row["rest_s"] = round(row["total_s"] - row["stt_s"] - row["llm_first_chunk_s"] - row["tts_first_chunk_s"], 3)
+        if isinstance(agent := stage.get("agent"), dict):
+            # Inside "LLM to first chunk": routing, the first reply token, and how much prompt
+            # the LLM server read (the rest came from its prompt cache).
+            row["agent"] = {key: round(value, 3) for key, value in agent.items()}
         results.append(row)
         print(f"[turn {i}/{len(turns)}] {row}", flush=True)
         await asyncio.sleep(1.0)
     return results
 
 
-async def barge_ins(peer: Peer, count: int, long_pcm: np.ndarray, stop_pcm: np.ndarray) -> list[dict]:
-    """Ask for a long answer, let it play, say "Stop."; how soon the bot's audio stops."""
+async def barge_ins(peer: Peer, observer: StageObserver, count: int, long_pcm: np.ndarray,
+                    stop_pcm: np.ndarray) -> list[dict]:
+    """Ask for a long answer, let it play, say "Stop."; how soon the bot's audio stops.
+
+    A try counts when the bot was audible as "Stop." began and the pipeline then
+    interrupted it (server side); the time is from the first sample of "Stop." to the
+    last loud frame the client heard (0 when the bot fell silent in a pause and never
+    resumed). A reply that ended on its own before the interruption is not a barge-in.
+    """
     rows = []
     for i in range(1, count + 1):
         _, end = await peer.say(long_pcm)
@@ -302,8 +339,12 @@ async def barge_ins(peer: Peer, count: int, long_pcm: np.ndarray, stop_pcm: np.n
         playing = await peer.playing(timeout_s=20.0)  # "Stop." while she is audible, not in a pause
         start, _ = await peer.say(stop_pcm)
         stopped = await peer.quiet(start, 0.8, 30)
+        interrupted = next((t for t in observer.interruptions if t >= start), None)
+        counted = playing and interrupted is not None and observer.speaking_at(interrupted - 0.05)
         row = {"barge_in": i, "playing_at_stop": playing,
-               "stopped_after_s": round(stopped - start, 3) if stopped is not None and playing else None}
+               "interrupted_after_s": round(interrupted - start, 3) if interrupted is not None else None,
+               "speaking_when_interrupted": bool(interrupted is not None and observer.speaking_at(interrupted - 0.05)),
+               "stopped_after_s": round(stopped - start, 3) if stopped is not None and counted else None}
         rows.append(row)
         print(f"[barge-in {i}/{count}] {row}", flush=True)
         await peer.quiet(time.monotonic(), 3.0, 60)
@@ -403,7 +444,7 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
         await peer.connect(client)
         await asyncio.sleep(3)
         results = await voice_turns(peer, observer, [(q, a[0]) for q, a in zip(questions, audio, strict=True)])
-        barge = await barge_ins(peer, barges, long_pcm, stop_pcm) if barges else []
+        barge = await barge_ins(peer, observer, barges, long_pcm, stop_pcm) if barges else []
         await peer.close()
         await asyncio.sleep(2)
         chat = await chat_turns(client, [CHATS[i % len(CHATS)] for i in range((chats + 1) // 2)]) if chats else []
@@ -425,7 +466,10 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
         "overhead_ratio": {"p50": round(statistics.median(ratios), 3) if ratios else None,
                            "mean": round(statistics.fmean(ratios), 3) if ratios else None},
         "barge_in_ms": {"stopped_after": pct(stops),
-                        "not_stopped": sum(1 for r in barge if r["stopped_after_s"] is None and r["playing_at_stop"]),
+                        "not_interrupted": sum(1 for r in barge if r["playing_at_stop"]
+                                               and r["interrupted_after_s"] is None),
+                        "ended_before_interruption": sum(1 for r in barge if r["interrupted_after_s"] is not None
+                                                         and not r["speaking_when_interrupted"]),
                         "not_playing_at_stop": sum(1 for r in barge if not r["playing_at_stop"])},
         "chat_first_token_ms": {"all": pct(first_tokens),
                                 "new_session": pct([r["first_token_s"] for r in chat
@@ -447,7 +491,12 @@ async def main() -> None:
     parser.add_argument("--name", default="voice_latency", help="result file name")
     parser.add_argument("--llm-url")
     parser.add_argument("--llm-model", default="local")
+    parser.add_argument("--llm-log", type=Path, help="copy the managed LLM server's log here at the end")
     args = parser.parse_args()
+    # Each turn's timings ("voice turn: ...") and Annie's warnings on the console.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    for name in ("voice", "memory", "models"):
+        logging.getLogger(name).setLevel(logging.INFO)
     from models.llm_client import LLMClient
     from models.llm_runtime import start_llm
 
@@ -474,6 +523,8 @@ async def main() -> None:
         finally:
             if runtime:
                 await runtime.close()
+                if args.llm_log and (Path(tmp) / "run" / "llama-server.log").is_file():
+                    shutil.copyfile(Path(tmp) / "run" / "llama-server.log", args.llm_log)
     write_result(args.name, {"model": client.model, "tool_routing": args.routing,
                              "intent_router": not args.no_intent_router, "started": datetime.now(UTC).isoformat(),
                              **result})

@@ -30,6 +30,7 @@ from ingest.omi import (
 )
 from ingest.service import IngestService, NotFound
 from memory.capture import valid_id
+from memory.events import EventType, Zone, emit, stage
 
 log = logging.getLogger(__name__)
 omi_router = APIRouter(tags=["omi"])
@@ -81,13 +82,27 @@ async def _authorized_body(request: Request, uid: str | None) -> tuple[str, byte
     except OmiError as exc:
         if not known:
             log.warning("Omi request for unknown device uid %r refused: add it to ANNIE_OMI_DEVICES", uid)
+        emit("ingest", "auth.omi", Zone.SECURITY, EventType.ERROR,
+             data={"path": request.url.path, "status": exc.status}, reasoning=f"Omi request refused: {exc}")
         raise HTTPException(exc.status, str(exc)) from exc
     return uid, body
+
+
+def _webhook(kind: str) -> stage:
+    """Times one Omi webhook call (a refused one is an ``error`` event with the reason)."""
+    return stage("ingest", f"omi.{kind}", Zone.CAPTURE, announce=False)
 
 
 @omi_router.post("/v1/omi/audio")
 async def omi_audio(request: Request, uid: str | None = None, sample_rate: str | None = None) -> dict:
     """Raw PCM16 little-endian mono from the Omi app; acknowledged once durably buffered."""
+    with _webhook("audio") as timed:
+        result = await _omi_audio(request, uid, sample_rate)
+        timed.session_id, timed.data["audio_s"] = result["session_id"], result["audio_s"]
+    return result
+
+
+async def _omi_audio(request: Request, uid: str | None, sample_rate: str | None) -> dict:
     uid, body = await _authorized_body(request, uid)
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "application/octet-stream":
@@ -106,6 +121,13 @@ async def omi_audio(request: Request, uid: str | None = None, sample_rate: str |
 @omi_router.post("/v1/omi/transcript")
 async def omi_transcript(request: Request, uid: str | None = None, session_id: str | None = None) -> dict:
     """Real-time transcript segments: ``{"session_id", "segments": [...]}`` or a bare array."""
+    with _webhook("transcript") as timed:
+        result = await _omi_transcript(request, uid, session_id)
+        timed.session_id, timed.data["segments"] = result["session_id"], result["segments"]
+    return result
+
+
+async def _omi_transcript(request: Request, uid: str | None, session_id: str | None) -> dict:
     uid, body = await _authorized_body(request, uid)
     try:
         body_session, segments = parse_transcript(body)
@@ -125,6 +147,13 @@ async def omi_transcript(request: Request, uid: str | None = None, session_id: s
 @omi_router.post("/v1/omi/conversation")
 async def omi_conversation(request: Request, uid: str | None = None) -> dict:
     """A finished conversation: its transcript, times and structured summary are kept."""
+    with _webhook("conversation") as timed:
+        result = await _omi_conversation(request, uid)
+        timed.session_id, timed.data["segments"] = result["session_id"], result["segments"]
+    return result
+
+
+async def _omi_conversation(request: Request, uid: str | None) -> dict:
     uid, body = await _authorized_body(request, uid)
     try:
         conversation = parse_conversation(body)

@@ -10,8 +10,10 @@ cover them): the CPU contention guard.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -30,9 +32,14 @@ from ingest.stt import transcribe_utterance
 from ingest.sweep import run_sweep
 from ingest.utterances import FRAME, UtteranceCutter
 from memory.capture import CapturePayload, CaptureSegment, Emotion, capture_path, read_payloads, valid_id
+from memory.events import Zone, stage
 from models.settings import ModelSettings
 
 log = logging.getLogger(__name__)
+# Audio the fast path takes in one step: a long backlog (a phone catching up after a dead
+# spot) is worked through in steps, so stopping never waits for all of it.
+FAST_STEP_S = 30.0
+CLOSE_WAIT_S = 3.0
 MIN_ENROLL_S = 1.0
 USER_LABEL = "user"
 
@@ -56,26 +63,39 @@ class IngestService:
         self._feedback = ThreadPoolExecutor(1, thread_name_prefix="ingest-feedback")
         self._background: set[asyncio.Task] = set()
         self._housekeeping: asyncio.Task | None = None
+        self._inflight: set[concurrent.futures.Future] = set()
+        self._stopping = threading.Event()  # read by the fast path between utterances
 
     # lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
         for folder in (self.settings.transcripts_dir, self.settings.audio_dir):
             folder.mkdir(parents=True, exist_ok=True)
-        self.engines = await loop.run_in_executor(
-            self._sweep, Engines.resolve, self.settings, self.model_settings)
+        self.engines = await self._in(self._sweep, Engines.resolve, self.settings, self.model_settings)
         if self.settings.preload_models:
             engines = self.engines
             await asyncio.gather(
-                loop.run_in_executor(self._fast, lambda: (engines.fast_whisper(), engines.new_vad())),
-                loop.run_in_executor(self._sweep, lambda: (engines.sweep_whisper(), engines.diarizer())),
-                loop.run_in_executor(self._feedback, engines.embedder),
+                self._in(self._fast, lambda: (engines.fast_whisper(), engines.new_vad())),
+                self._in(self._sweep, lambda: (engines.sweep_whisper(), engines.diarizer())),
+                self._in(self._feedback, engines.embedder),
             )
         await self._recover()
         self._housekeeping = asyncio.create_task(self._housekeep())
 
-    async def close(self) -> None:
+    async def _in(self, pool: ThreadPoolExecutor, fn, *args):
+        """Run ``fn`` on one of the service's threads; remembered until done, so closing
+        knows what is still running."""
+        future = pool.submit(fn, *args)
+        self._inflight.add(future)
+        future.add_done_callback(self._inflight.discard)
+        return await asyncio.wrap_future(future)
+
+    async def close(self, wait_s: float = CLOSE_WAIT_S) -> None:
+        """Stop taking work: background tasks are cancelled, the fast path stops at its next
+        utterance, queued model calls are dropped. A model call still running after
+        ``wait_s`` (a long sweep) is left to finish on its own: nothing it would write is
+        needed, the next start redoes it from the audio on disk."""
+        self._stopping.set()
         if self._housekeeping:
             self._housekeeping.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -89,7 +109,12 @@ class IngestService:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await live.fast_task
         for pool in (self._fast, self._sweep, self._feedback):
-            await asyncio.to_thread(pool.shutdown, True, cancel_futures=True)
+            pool.shutdown(wait=False, cancel_futures=True)
+        if running := [f for f in self._inflight if not f.done()]:
+            _, left = await asyncio.to_thread(concurrent.futures.wait, running, wait_s)
+            if left:
+                log.warning("ingest: %d model call(s) still running after %.0f s are left behind; "
+                            "the next start redoes their work from the audio on disk", len(left), wait_s)
 
     async def _recover(self) -> None:
         """Reopen the sessions a previous run left open and catch the fast path up."""
@@ -164,12 +189,15 @@ class IngestService:
             live.fast_task = asyncio.create_task(self._run_fast(live))
 
     async def _run_fast(self, live: LiveSession) -> None:
-        loop = asyncio.get_running_loop()
-        while await loop.run_in_executor(self._fast, self._fast_step, live, False):
+        while await self._in(self._fast, self._fast_step, live, False):
             pass
 
     def _fast_step(self, live: LiveSession, final: bool) -> bool:
-        """Cut and transcribe the audio not yet seen; True when more arrived meanwhile."""
+        """Cut and transcribe the audio not yet seen (at most ``FAST_STEP_S`` of it unless
+        ``final``); True when more is waiting. Stopping the service ends a step before its
+        next utterance, and the next start resumes there."""
+        if self._stopping.is_set() and not final:
+            return False
         state = live.buffer.state
         if live.cutter is None:
             s = self.settings
@@ -177,11 +205,16 @@ class IngestService:
                                           s.utterance_min_silence_s, s.utterance_max_s, s.utterance_min_s)
         cutter = live.cutter
         total = state.samples
-        audio = live.buffer.read(cutter.cursor, total)
+        upto = total if final else min(total, cutter.cursor + int(FAST_STEP_S * SAMPLE_RATE))
+        audio = live.buffer.read(cutter.cursor, upto)
         utterances = cutter.feed(audio, total)
         if final:
             utterances += cutter.flush(total)
+        resume_at = None
         for utterance in utterances:
+            if self._stopping.is_set() and not final:
+                resume_at = utterance.start  # not transcribed: the next start cuts it again
+                break
             state.last_speech_sample = max(state.last_speech_sample, utterance.end)
             if final:
                 continue  # the final sweep transcribes what is left
@@ -189,7 +222,10 @@ class IngestService:
                 live.skipped_utterances += 1
                 continue
             clip = live.buffer.read(utterance.start, utterance.end)
-            text, language = transcribe_utterance(self.engines.fast_whisper(), clip, "en")
+            with stage("ingest", "fast_path", Zone.CAPTURE, session_id=state.session_id, announce=False,
+                       data={"audio_ms": round(len(clip) / SAMPLE_RATE * 1000)}) as timed:
+                text, language = transcribe_utterance(self.engines.fast_whisper(), clip, "en")
+                timed.data["chars"] = len(text)
             if text:
                 start, end = utterance.start / SAMPLE_RATE, utterance.end / SAMPLE_RATE
                 segment = CaptureSegment(segment_id=transcript.fast_segment_id(state.session_id, start),
@@ -200,9 +236,11 @@ class IngestService:
         if cutter.in_speech:
             state.last_speech_sample = max(state.last_speech_sample, cutter.cursor)
         state.fast_done_samples = cutter.done if not final else total
+        if resume_at is not None:
+            state.fast_done_samples = min(state.fast_done_samples, resume_at)
         live.fast_seen_samples = total if final else cutter.cursor
         live.buffer.save()
-        return state.samples - cutter.cursor >= FRAME and not final
+        return resume_at is None and state.samples - cutter.cursor >= FRAME and not final
 
     def _payload(self, state, segments: list[CaptureSegment], is_sweep: bool) -> CapturePayload:
         return CapturePayload(session_id=state.session_id, device_id=state.device_id,
@@ -233,8 +271,10 @@ class IngestService:
             live.sweeping = True
             try:
                 pinned = [s for s, _ in transcript.current_segments(self.settings.transcripts_dir, session_id) if s.pinned]
-                loop = asyncio.get_running_loop()
-                result = await loop.run_in_executor(self._sweep, self._sweep_span, live, start, end, pinned)
+                with stage("ingest", "sweep", Zone.CAPTURE, session_id=session_id,
+                           data={"audio_s": round((end - start) / SAMPLE_RATE, 3), "final": final}) as timed:
+                    result = await self._in(self._sweep, self._sweep_span, live, start, end, pinned)
+                    timed.data["segments"] = len(result.segments)
             finally:
                 live.sweeping = False
                 live.last_sweep_wall = time.time()
@@ -257,8 +297,7 @@ class IngestService:
             if live.fast_task is not None:
                 with contextlib.suppress(Exception):
                     await live.fast_task
-            loop = asyncio.get_running_loop()
-            await loop.run_in_executor(self._fast, self._fast_step, live, True)
+            await self._in(self._fast, self._fast_step, live, True)
             await self.sweep(session_id, final=True)
             live.buffer.state.closed = True
             await asyncio.to_thread(live.buffer.save)
@@ -335,8 +374,7 @@ class IngestService:
             raise ValueError("speaker name must be 1-64 letters, digits, spaces, '.', \"'\" or '-'")
         if len(audio) < MIN_ENROLL_S * SAMPLE_RATE:
             raise ValueError(f"enrollment audio is too short: at least {MIN_ENROLL_S:.0f} s of speech is needed")
-        loop = asyncio.get_running_loop()
-        embedding = await loop.run_in_executor(self._feedback, lambda: self.engines.embedder().embed_one(audio))
+        embedding = await self._in(self._feedback, lambda: self.engines.embedder().embed_one(audio))
         return await asyncio.to_thread(self.bank.enroll, name, embedding)
 
     async def feedback(self, session_id: str, segment_id: str, speaker: str | None,
@@ -365,9 +403,7 @@ class IngestService:
             if buffer is not None:
                 clip = buffer.read(int(corrected.start * SAMPLE_RATE), int(corrected.end * SAMPLE_RATE))
                 if len(clip) >= MIN_ENROLL_S * SAMPLE_RATE:
-                    loop = asyncio.get_running_loop()
-                    embedding = await loop.run_in_executor(
-                        self._feedback, lambda: self.engines.embedder().embed_one(clip))
+                    embedding = await self._in(self._feedback, lambda: self.engines.embedder().embed_one(clip))
                     await asyncio.to_thread(self.bank.enroll, speaker, embedding)
                     enrolled = True
         return {"segment": corrected.model_dump(), "enrolled": enrolled}

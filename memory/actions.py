@@ -14,6 +14,8 @@ from enum import StrEnum
 
 import asyncpg
 
+from memory.events import EventType, Zone, emit
+
 log = logging.getLogger(__name__)
 
 
@@ -56,11 +58,15 @@ async def record(conn: asyncpg.Connection | asyncpg.Pool, user_id: str, action: 
         log.warning("memory: %s (%s) requested by %s", action, summary, requested_by)
     else:
         log.info("memory: %s (%s) requested by %s", action, summary, requested_by)
-    return await conn.fetchval(
+    action_id = await conn.fetchval(
         """INSERT INTO memory_actions (user_id, action, level, target, summary, requested_by)
            VALUES ($1, $2, $3, $4::text::jsonb, $5, $6) RETURNING id""",
         user_id, action, level.value, json.dumps(target, default=str), summary, requested_by,
     )
+    # The event names the action, never what it was about (that stays in memory_actions).
+    emit("memory", f"memory.{action}", Zone.MEMORY, EventType.COMPLETE,
+         data={"action_id": action_id, "level": level.value, "requested_by": requested_by})
+    return action_id
 
 
 async def recent(conn: asyncpg.Connection | asyncpg.Pool, user_id: str, limit: int = 100) -> list[dict]:

@@ -1,19 +1,20 @@
 """The memory's HTTP API (mounted behind the access token by the web app).
 
 GET /v1/context, GET /v1/entities, GET /v1/stats, POST /v1/ingest/{session_id},
-GET /v1/sessions/{session_id}, GET /v1/daily. Bad parameters get a 422 that says what is wrong:
+GET /v1/sessions/{session_id}, GET /v1/daily (a date, ``today`` or ``yesterday``). Bad parameters get a 422 that says what is wrong:
 dates outside the memory's window, non-finite numbers, text that is not valid Unicode
 (control characters are removed from query text).
 """
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request
 
 from memory.capture import EARLIEST, ID_PATTERN, LATEST, clean_text, in_window
+from memory.daily import parse_day
 from memory.retrieval.recipes import RecipeName
 from memory.service import MemoryService, SearchRequest
 
@@ -119,9 +120,14 @@ async def session(request: Request, session_id: SessionId) -> dict:
 @router.get("/v1/daily")
 async def daily(
     request: Request,
-    day: Annotated[date, Query(alias="date", description="YYYY-MM-DD (UTC day)")],
+    day_text: Annotated[str, Query(alias="date", max_length=32,
+                                   description="YYYY-MM-DD, today or yesterday (the owner's local day)")],
 ) -> dict:
     """The day's reflection: sessions, people, topics, promises, decisions, mood, summary."""
+    try:
+        day = parse_day(day_text)
+    except ValueError:
+        raise HTTPException(422, "date: must be YYYY-MM-DD, today or yesterday") from None
     if not EARLIEST.date() <= day < LATEST.date():
         raise HTTPException(422, f"date: must be between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d}")
     return await _memory(request).daily(day)

@@ -4,7 +4,8 @@
 2. the current key facts about the people in the last few days' conversations;
 3. the latest episodes (segments) of those days.
 
-Items tied to a sensitive entity are left out unless asked for. The caller formats the
+Items tied to a sensitive entity are left out unless asked for, by the predicates of
+:mod:`memory.disclosure` (never asked for when the model runs in the cloud). The caller formats the
 items into the sanitized ``<memory>`` block within its budget (see
 :mod:`memory.briefing`), which cuts on item boundaries, so the order above is the order
 of what survives a small budget.
@@ -16,6 +17,7 @@ from datetime import datetime, timedelta
 
 import asyncpg
 
+from memory.disclosure import sensitive_entity, sensitive_fact, sensitive_segment
 from memory.retrieval.types import MemoryHit
 
 EPISODE_DAYS = 3
@@ -29,9 +31,9 @@ MIN_FACT_CONFIDENCE = 0.5
 
 async def plans(pool: asyncpg.Pool, user_id: str, now: datetime, include_sensitive: bool) -> list[MemoryHit]:
     rows = await pool.fetch(
-        """SELECT id, type, name, last_seen FROM entities
+        f"""SELECT id, type, name, last_seen FROM entities e
            WHERE user_id = $1 AND type IN ('promise', 'event') AND last_seen >= $2 AND last_seen <= $3
-             AND ($4 OR sensitivity <> 'sensitive')
+             AND ($4 OR NOT {sensitive_entity('e')})
            ORDER BY type = 'promise' DESC, last_seen DESC LIMIT $5""",
         user_id, now - timedelta(days=PLANS_DAYS), now, include_sensitive, MAX_PLANS,
     )
@@ -44,11 +46,11 @@ async def plans(pool: asyncpg.Pool, user_id: str, now: datetime, include_sensiti
 
 async def people_facts(pool: asyncpg.Pool, user_id: str, now: datetime, include_sensitive: bool) -> list[MemoryHit]:
     rows = await pool.fetch(
-        """WITH people AS (
+        f"""WITH people AS (
                SELECT e.id, count(*) AS n, max(m.mentioned_at) AS latest
                FROM entity_mentions m JOIN entities e ON e.id = m.entity_id
                WHERE m.user_id = $1 AND e.type = 'person' AND m.mentioned_at >= $2 AND m.mentioned_at <= $3
-                 AND ($4 OR e.sensitivity <> 'sensitive')
+                 AND ($4 OR NOT {sensitive_entity('e')})
                GROUP BY e.id ORDER BY n DESC, latest DESC LIMIT $5
            ),
            ranked AS (
@@ -57,8 +59,7 @@ async def people_facts(pool: asyncpg.Pool, user_id: str, now: datetime, include_
                FROM people p
                JOIN edges ed ON (ed.subject_id = p.id OR ed.object_id = p.id) AND ed.valid_to IS NULL
                             AND ed.confidence >= $6
-               JOIN entities s ON s.id = ed.subject_id JOIN entities o ON o.id = ed.object_id
-               WHERE $4 OR (s.sensitivity <> 'sensitive' AND o.sensitivity <> 'sensitive')
+               WHERE $4 OR NOT {sensitive_fact('ed')}
            )
            SELECT DISTINCT ON (id) id, fact, valid_from, n, latest FROM ranked WHERE k <= $7
            ORDER BY id""",
@@ -71,11 +72,9 @@ async def people_facts(pool: asyncpg.Pool, user_id: str, now: datetime, include_
 
 async def episodes(pool: asyncpg.Pool, user_id: str, now: datetime, include_sensitive: bool) -> list[MemoryHit]:
     rows = await pool.fetch(
-        """SELECT s.session_id, s.segment_id, s.speaker, s.text, s.ts FROM segments s
+        f"""SELECT s.session_id, s.segment_id, s.speaker, s.text, s.ts FROM segments s
            WHERE s.user_id = $1 AND s.ts >= $2 AND s.ts <= $3
-             AND ($4 OR NOT EXISTS (SELECT 1 FROM entity_mentions m JOIN entities e ON e.id = m.entity_id
-                                    WHERE m.session_id = s.session_id AND m.segment_id = s.segment_id
-                                      AND e.sensitivity = 'sensitive'))
+             AND ($4 OR NOT {sensitive_segment('s')})
            ORDER BY s.ts DESC LIMIT $5""",
         user_id, now - timedelta(days=EPISODE_DAYS), now, include_sensitive, MAX_EPISODES,
     )

@@ -34,6 +34,7 @@ import asyncpg
 
 from memory import actions, jobs
 from memory.capture import capture_path, valid_id
+from memory.daily import local_day
 from memory.embedding import DELETE_VECTORS, EMBED
 from memory.extraction import EXTRACT
 from memory.names import normalize_name
@@ -229,7 +230,7 @@ async def apply_to_database(conn: asyncpg.Connection, user_id: str, tombstone: T
     )
     counts.segments = len(keys)
     counts.point_ids = [point_id(r["session_id"], r["segment_id"]) for r in keys]
-    days = sorted({r["ts"].astimezone(UTC).date() for r in keys})
+    days = sorted({local_day(r["ts"]) for r in keys})  # reflections are of the owner's local days
     touched_sessions = sorted({r["session_id"] for r in keys} | set(tombstone.sessions))
 
     entity_ids: list[int] = []
@@ -241,10 +242,9 @@ async def apply_to_database(conn: asyncpg.Connection, user_id: str, tombstone: T
         if found is not None:
             entity_ids.append(found)
     entity_days = await conn.fetch(
-        "SELECT DISTINCT (mentioned_at AT TIME ZONE 'UTC')::date AS day FROM entity_mentions WHERE entity_id = ANY($1::bigint[])",
-        entity_ids,
+        "SELECT DISTINCT mentioned_at FROM entity_mentions WHERE entity_id = ANY($1::bigint[])", entity_ids,
     )
-    days = sorted(set(days) | {r["day"] for r in entity_days})
+    days = sorted(set(days) | {local_day(r["mentioned_at"]) for r in entity_days})
     # Entities whose mentions lie in the forgotten segments: they may be left with nothing.
     touched_entities = [r["entity_id"] for r in await conn.fetch(
         """SELECT DISTINCT m.entity_id FROM entity_mentions m

@@ -17,6 +17,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -26,7 +27,9 @@ import asyncpg
 from memory import jobs
 from memory.capture import CapturePayload, ReadLine, read_payloads
 from memory.embedding import DELETE_VECTORS, EMBED
+from memory.events import EventType, Zone, emit
 from memory.extraction.job import ASSERTED_DEVICE, enqueue_extract
+from memory.extraction.job import QUIET_S as EXTRACT_QUIET_S
 from memory.store import apply_payload
 
 log = logging.getLogger(__name__)
@@ -50,11 +53,26 @@ def _file_id(path: Path) -> str:
         return hashlib.sha256(handle.readline(65536)).hexdigest()[:16]
 
 
+def _report_event(report: IngestReport, seconds: float) -> None:
+    """What one pass over a capture file did, as an ``ingestion`` event (an error when
+    something was quarantined)."""
+    session = next(iter(report.sessions)) if len(report.sessions) == 1 else None
+    data = {"duration_ms": round(seconds * 1000, 3), "lines": report.lines, "applied": report.applied,
+            "malformed": report.malformed, "quarantined": report.quarantined, "sessions": len(report.sessions)}
+    if report.quarantined:
+        emit("memory", "ingestion", Zone.INGESTION, EventType.ERROR, session_id=session, data=data,
+             reasoning=f"{report.quarantined} item(s) could not be indexed and were quarantined")
+    else:
+        emit("memory", "ingestion", Zone.INGESTION, EventType.COMPLETE, session_id=session, data=data)
+
+
 class FileIngestor:
-    def __init__(self, pool: asyncpg.Pool, user_id: str, on_enqueued=None) -> None:
+    def __init__(self, pool: asyncpg.Pool, user_id: str, on_enqueued=None, *,
+                 extract_quiet_s: float = EXTRACT_QUIET_S) -> None:
         self.pool = pool
         self.user_id = user_id
         self._on_enqueued = on_enqueued or (lambda: None)
+        self.extract_quiet_s = extract_quiet_s
 
     async def _offset(self, path: Path) -> tuple[int, int]:
         row = await self.pool.fetchrow("SELECT byte_offset, line_no, file_id FROM ingest_offsets WHERE path = $1", str(path))
@@ -70,6 +88,7 @@ class FileIngestor:
         report = IngestReport(path)
         if not path.is_file():
             return report
+        started = time.perf_counter()
         offset, line_no = await self._offset(path)
         file_id = _file_id(path)
         lines = read_payloads(path, offset, line_no)
@@ -79,6 +98,8 @@ class FileIngestor:
                 await self._commit(path, file_id, batch, report)
         finally:
             lines.close()
+        if report.lines:
+            _report_event(report, time.perf_counter() - started)
         return report
 
     async def _quarantine(self, conn: asyncpg.Connection, path: Path, line: ReadLine, session_id: str,
@@ -147,7 +168,7 @@ class FileIngestor:
             for session_id in sessions:
                 await jobs.enqueue(conn, EMBED, session_id, {"session_id": session_id})
             for session_id in to_extract:  # once the session has been quiet for a while
-                await enqueue_extract(conn, session_id)
+                await enqueue_extract(conn, session_id, self.extract_quiet_s)
             if deleted:
                 key = hashlib.sha256(json.dumps(sorted(deleted)).encode()).hexdigest()[:24]
                 await jobs.enqueue(conn, DELETE_VECTORS, key, {"point_ids": deleted}, priority=1)

@@ -10,24 +10,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
 
 from memory import jobs
+from memory.admission import FairLimit
 from memory.briefing import format_briefing
 from memory.briefing_content import briefing_items
 from memory.capture import CapturePayload, CaptureSegment, append_payload, capture_path
-from memory.daily import daily_reflection
+from memory.daily import daily_reflection, parse_day
+from memory.disclosure import WITHHELD, Disclosure, disclosure_for, entity_is_sensitive, open_hits
 from memory.embedding import DELETE_VECTORS, EMBED, SegmentEmbedding
+from memory.events import Zone, stage
 from memory.extraction import EXTRACT, ExtractionReport, Extractor
 from memory.extraction.job import ASSERTED_DEVICE, enqueue_asserted
+from memory.extraction.prompt import OWNER_LABELS
 from memory.forget import ForgetDeps
 from memory.forget_tools import PendingForget, carry_out, propose_forget_about
 from memory.ingestion import FileIngestor
-from memory.query_batch import BatchingQueryEmbedder
+from memory.query_batch import QueryEmbedder
 from memory.retrieval.filters import SearchFilters
 from memory.retrieval.recipes import RECIPES, RecipeName, SearchRecipe
 from memory.retrieval.search import SearchDeps, search
@@ -77,7 +81,7 @@ class MemoryService:
         self.gate = gate or PriorityGate()
         self.llm = llm
         self._embedder_task: asyncio.Task | None = None
-        self._query_embedder: BatchingQueryEmbedder | None = None
+        self._query_embedder: QueryEmbedder | None = None
         self.embedding = SegmentEmbedding(pool, vectors, self.embedder) if vectors is not None else None
         self.extractor = Extractor(pool, settings.user_id, lambda: self.llm, self.gate)
         self.maintenance = NightlyMaintenance(pool, settings.user_id, lambda: self.gate.busy)
@@ -85,9 +89,11 @@ class MemoryService:
         if self.embedding is not None:
             handlers |= {EMBED: self.embedding.handle_embed, DELETE_VECTORS: self.embedding.handle_delete}
         self.worker = JobWorker(pool, handlers, self.gate)
-        self.ingestor = FileIngestor(pool, settings.user_id, on_enqueued=self.worker.wake)
+        self.ingestor = FileIngestor(pool, settings.user_id, on_enqueued=self.worker.wake,
+                                     extract_quiet_s=settings.extract_quiet_s)
         self.watcher = TranscriptWatcher(settings.transcripts_dir, self.ingestor)
         self.recipes: dict[RecipeName, SearchRecipe] = dict(RECIPES)
+        self.search_turns = FairLimit(settings.search_concurrency)
 
     # lifecycle -------------------------------------------------------------------------
 
@@ -114,6 +120,8 @@ class MemoryService:
                 log.warning("memory: stopping the %s took over %.0f s; going on without it", name, step_timeout)
         if self._embedder_task and not self._embedder_task.done():
             self._embedder_task.cancel()
+        if self._query_embedder is not None:
+            await self._query_embedder.close()
 
     async def _load_embedder(self) -> Embedder:
         started = time.monotonic()
@@ -127,11 +135,14 @@ class MemoryService:
             self._embedder_task = asyncio.create_task(self._load_embedder())
         return await asyncio.shield(self._embedder_task)
 
-    async def query_embedder(self) -> BatchingQueryEmbedder:
-        """The embedder for search queries: concurrent queries share one model call."""
+    async def embed_query(self, text: str) -> list[float]:
+        """A search query's vector: concurrent queries share one model call (see
+        :mod:`memory.query_batch`), repeated ones come from a cache."""
         if self._query_embedder is None:
-            self._query_embedder = BatchingQueryEmbedder(await self.embedder())
-        return self._query_embedder
+            embedder = await self.embedder()
+            if self._query_embedder is None:
+                self._query_embedder = QueryEmbedder(embedder)
+        return await self._query_embedder.embed(text)
 
     # search ----------------------------------------------------------------------------
 
@@ -142,8 +153,10 @@ class MemoryService:
             since = now - timedelta(hours=request.hours_back)
             start = max(start, since) if start else since
         filters = SearchFilters(self.settings.user_id, request.speaker, start, request.end)
-        deps = SearchDeps(self.pool, self.vectors, self.query_embedder)
-        return await search(deps, request.query, self.recipes[request.recipe], filters, now=now, limit=request.limit)
+        deps = SearchDeps(self.pool, self.vectors, self.embed_query)
+        async with self.search_turns.turn():  # a few at a time, the rest in arrival order
+            return await search(deps, request.query, self.recipes[request.recipe], filters, now=now,
+                                limit=request.limit)
 
     async def recent(self, *, days: float = BRIEFING_QUERY_DAYS, limit: int = 12, now: datetime | None = None) -> list[MemoryHit]:
         """The latest segments, newest first, for the session-start briefing."""
@@ -159,19 +172,31 @@ class MemoryService:
         ]
 
     async def briefing(self, *, now: datetime | None = None, budget: int = 2000,
-                       include_sensitive: bool = False) -> str:
+                       include_sensitive: bool = False, disclosure: Disclosure = Disclosure.LOCAL) -> str:
         """The ``<memory>`` block for the start of a conversation ("" when empty): open promises
-        and upcoming events, key facts about the people of the last days, recent episodes."""
+        and upcoming events, key facts about the people of the last days, recent episodes.
+        Sensitive items only when asked for, and never for a cloud model (:mod:`memory.disclosure`)."""
         now = now or datetime.now(UTC)
-        items = await briefing_items(self.pool, self.settings.user_id, now, include_sensitive=include_sensitive)
-        return format_briefing(items, now, budget)
+        include_sensitive = include_sensitive and disclosure is Disclosure.LOCAL
+        with stage("memory", "briefing", Zone.RETRIEVAL) as timed:
+            items = await briefing_items(self.pool, self.settings.user_id, now, include_sensitive=include_sensitive)
+            text = format_briefing(items, now, budget)
+            timed.data |= {"items": len(items), "chars": len(text)}
+        return text
 
     # tools (compact one-line-per-item text for the LLM) --------------------------------
 
     async def search_memory(self, query: str, hours_back: float | None = None, limit: int = 3, *,
-                            now: datetime | None = None) -> str:
-        hits = await self.search(SearchRequest(query=query, hours_back=hours_back, limit=limit, now=now))
-        return hit_lines(hits)
+                            now: datetime | None = None, disclosure: Disclosure = Disclosure.LOCAL) -> str:
+        if disclosure is Disclosure.LOCAL:
+            return hit_lines(await self.search(SearchRequest(query=query, hours_back=hours_back, limit=limit,
+                                                             now=now)))
+        # A cloud model: search deeper, so that what is left after the sensitive items
+        # are taken out still fills the answer.
+        hits = await self.search(SearchRequest(query=query, hours_back=hours_back, limit=limit * 3, now=now))
+        kept, withheld = await open_hits(self.pool, hits)
+        text = hit_lines(kept[:limit])
+        return f"{text}\n{WITHHELD}" if withheld else text
 
     async def remember(self, fact: str, *, now: datetime | None = None) -> str:
         """Store a fact the user asked to be remembered, as a capture file, and index it; an
@@ -195,19 +220,23 @@ class MemoryService:
         self.worker.wake()
         return f"Remembered [{session_id}/{segment_id}]."
 
-    async def recall_entity(self, name: str, *, now: datetime | None = None) -> str:
-        return await recall_entity(self.pool, self.settings.user_id, name, now=now or datetime.now(UTC))
+    async def recall_entity(self, name: str, *, now: datetime | None = None,
+                            disclosure: Disclosure = Disclosure.LOCAL) -> str:
+        return await recall_entity(self.pool, self.settings.user_id, name, now=now or datetime.now(UTC),
+                                   disclosure=disclosure)
 
     async def daily(self, day: date) -> dict:
-        """The daily reflection of ``day`` (UTC), computed once and stored."""
-        return await daily_reflection(self.pool, self.settings.user_id, day, self.llm)
+        """The daily reflection of ``day`` (the owner's local day), computed once and stored; a
+        cloud LLM writes its summary from the segments that are not sensitive."""
+        return await daily_reflection(self.pool, self.settings.user_id, day, self.llm,
+                                      disclosure=disclosure_for(self.llm))
 
-    async def daily_summary(self, day: str) -> str:
+    async def daily_summary(self, day: str, *, disclosure: Disclosure = Disclosure.LOCAL) -> str:
         try:
-            parsed = date.fromisoformat(day.strip())
+            parsed = parse_day(day)
         except ValueError:
-            return "The date must be YYYY-MM-DD."
-        return daily_lines(await self.daily(parsed))
+            return "The date must be YYYY-MM-DD, today or yesterday."
+        return daily_lines(await self.daily(parsed), disclosure)
 
     # forgetting asked for in a conversation: proposed first, carried out on a plain yes
 
@@ -215,9 +244,16 @@ class MemoryService:
     def forget_deps(self) -> ForgetDeps:
         return ForgetDeps(self.pool, self.settings.transcripts_dir, self.settings.user_id, self.vectors)
 
-    async def propose_forget_about(self, name: str) -> PendingForget | None:
-        """What forgetting ``name`` would delete (nothing is deleted); None when nothing is known."""
-        return await propose_forget_about(self.forget_deps, name)
+    async def propose_forget_about(self, name: str, *,
+                                   disclosure: Disclosure = Disclosure.LOCAL) -> PendingForget | None:
+        """What forgetting ``name`` would delete (nothing is deleted); None when nothing is known.
+        For a cloud model the question quotes nothing said about a sensitive entity (it
+        stays in the conversation the model reads)."""
+        pending = await propose_forget_about(self.forget_deps, name)
+        if pending is not None and disclosure is Disclosure.CLOUD and pending.plan.tombstone.entities and any(
+                [await entity_is_sensitive(self.pool, e.id) for e in pending.plan.tombstone.entities]):
+            pending = PendingForget(replace(pending.plan, samples=[]))
+        return pending
 
     async def forget_confirmed(self, pending: PendingForget, reply: str, channel: str) -> str:
         """Carry out ``pending`` if ``reply`` is an explicit yes; what Annie says then."""
@@ -300,11 +336,14 @@ class MemoryService:
         }
 
     async def entities(self, entity_type: str | None = None, limit: int = 200) -> list[dict]:
+        """Known entities, newest first. The owner's own node ("me", the end of facts such as
+        "Priya family_of me") is the owner, not a person met, and is not listed."""
         rows = await self.pool.fetch(
             """SELECT id, type, name, confidence, sensitivity, first_seen, last_seen, mention_count, tier
                FROM entities WHERE user_id = $1 AND ($2::text IS NULL OR type = $2)
+                 AND NOT (type = 'person' AND normalized_name = ANY($4::text[]))
                ORDER BY last_seen DESC, id LIMIT $3""",
-            self.settings.user_id, entity_type, limit,
+            self.settings.user_id, entity_type, limit, sorted(OWNER_LABELS),
         )
         return [
             {**dict(r), "first_seen": r["first_seen"].isoformat(), "last_seen": r["last_seen"].isoformat()}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import AliasChoices, Field
@@ -20,6 +21,9 @@ class MemorySettings(BaseSettings):
     )
     db_pool_min: int = 1
     db_pool_max: int = 10
+    # Searches that run at once (two per core); more wait their turn in arrival order
+    # (see memory.admission).
+    search_concurrency: int = Field(default_factory=lambda: 2 * (os.cpu_count() or 1), ge=1, le=64)
     # A Qdrant server; when unset the in-process Qdrant engine stores vectors under the data dir.
     qdrant_url: str | None = Field(
         default=None, validation_alias=AliasChoices("ANNIE_QDRANT_URL", "QDRANT_URL")
@@ -29,6 +33,8 @@ class MemorySettings(BaseSettings):
     )
     qdrant_collection: str = "annie_segments"
     user_id: str = "default"
+    # A session is extracted (entities, facts) once no new segment arrived for this long.
+    extract_quiet_s: float = Field(default=120.0, ge=0, le=86400)
 
     @property
     def transcripts_dir(self) -> Path:

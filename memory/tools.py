@@ -13,6 +13,7 @@ from datetime import datetime
 
 import asyncpg
 
+from memory.disclosure import WITHHELD, Disclosure, entity_is_sensitive, sensitive_fact_ids
 from memory.graph import current_facts, find_entity
 from memory.names import normalize_name
 from memory.owner import said_by
@@ -47,36 +48,63 @@ def hit_lines(hits: Iterable[MemoryHit]) -> str:
     return "\n".join(lines) if lines else "No memories found."
 
 
-async def recall_entity(pool: asyncpg.Pool, user_id: str, name: str, *, now: datetime, limit: int = 12) -> str:
-    """The entity called ``name`` and the facts that hold about it now, with their dates."""
+async def recall_entity(pool: asyncpg.Pool, user_id: str, name: str, *, now: datetime, limit: int = 12,
+                        disclosure: Disclosure = Disclosure.LOCAL) -> str:
+    """The entity called ``name`` and the facts that hold about it now, with their dates
+    (for a cloud model: nothing about a sensitive entity, no fact touching one)."""
     if not normalize_name(name):
         return "No name given."
     entity = await find_entity(pool, user_id, name, min_similarity=0.5)
     if entity is None:
         return f"Nothing known about {name.strip()[:80]}."
+    cloud = disclosure is Disclosure.CLOUD
+    if cloud and await entity_is_sensitive(pool, entity["id"]):
+        return f"{name.strip()[:80]}: {WITHHELD}"
     row = await pool.fetchrow(
         "SELECT first_seen, last_seen, mention_count FROM entities WHERE id = $1", entity["id"]
     )
     facts = await current_facts(pool, user_id, entity["id"], limit=limit)
+    withheld = await sensitive_fact_ids(pool, [f.id for f in facts]) if cloud else set()
+    facts = [f for f in facts if f.id not in withheld]
     await touch(pool, [entity["id"], *{f.subject_id for f in facts}, *{f.object_id for f in facts}], now)
     head = (f"[entity:{entity['id']}] {entity['name']} ({entity['type']}; seen {row['first_seen']:%Y-%m-%d}"
             f"..{row['last_seen']:%Y-%m-%d}, {row['mention_count']} mentions)")
+    tail = [WITHHELD] if withheld else []
     if not facts:
-        return head + "\nNo current facts."
-    return "\n".join([head, *(f.line() for f in facts)])
+        return "\n".join([head, "No current facts.", *tail])
+    return "\n".join([head, *(f.line() for f in facts), *tail])
 
 
-def daily_lines(reflection: dict) -> str:
-    """A stored daily reflection as a few compact lines."""
+def daily_lines(reflection: dict, disclosure: Disclosure = Disclosure.LOCAL) -> str:
+    """A stored daily reflection as a few compact lines. For a cloud model: no sensitive
+    entity, and the summary only if it was written without sensitive segments."""
     if not reflection.get("sessions"):
         return f"{reflection['date']}: nothing was recorded."
+    cloud = disclosure is Disclosure.CLOUD
+    withheld = False
     out = [f"{reflection['date']}: {reflection['sessions']} conversation(s)."]
     for key in ("people", "topics", "promises", "decisions"):
         items = reflection.get(key) or []
+        if cloud:
+            kept = [i for i in items if i.get("sensitivity") != "sensitive"]
+            withheld |= len(kept) < len(items)
+            items = kept
         if items:
             out.append(f"{key}: " + "; ".join(f"[entity:{i['id']}] {i['name']}" for i in items[:8]))
-    if reflection.get("emotional_arc"):
-        out.append("mood: " + " -> ".join(p["label"] for p in reflection["emotional_arc"][:8]))
+    arc = reflection.get("emotional_arc") or []
+    if cloud:
+        # A mood point from a conversation is an emotion entity; one without its
+        # sensitivity recorded (made before it was) is left out too.
+        kept = [p for p in arc if p.get("source") == "voice" or p.get("sensitivity") in ("open", "private")]
+        withheld |= len(kept) < len(arc)
+        arc = kept
+    if arc:
+        out.append("mood: " + " -> ".join(p["label"] for p in arc[:8]))
     if reflection.get("summary"):
-        out.append("summary: " + reflection["summary"])
+        if cloud and not reflection.get("summary_without_sensitive"):
+            withheld = True
+        else:
+            out.append("summary: " + reflection["summary"])
+    if withheld:
+        out.append(WITHHELD)
     return "\n".join(out)

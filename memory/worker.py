@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 import asyncpg
 
 from memory import jobs
+from memory.events import Zone, stage
 
 log = logging.getLogger(__name__)
 
@@ -97,10 +98,14 @@ class JobWorker:
         if job is None:
             return False
         handler = self.handlers.get(job.kind)
+        session_id = job.payload.get("session_id")
         try:
-            if handler is None:
-                raise LookupError(f"no handler for job kind {job.kind!r}")
-            await handler(job)
+            with stage("memory", f"job.{job.kind}", Zone.JOBS,
+                       session_id=session_id if isinstance(session_id, str) else None,
+                       data={"job_id": job.id, "attempt": job.attempts}):
+                if handler is None:
+                    raise LookupError(f"no handler for job kind {job.kind!r}")
+                await handler(job)
         except asyncio.CancelledError:
             # Stopped, not failed: back to the queue without using up an attempt.
             await asyncio.shield(jobs.release(self.pool, job))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -25,6 +26,20 @@ KEEPALIVE_S = 2.0
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
+
+
+@dataclass(frozen=True)
+class Repetition:
+    """Penalties against a model repeating itself, for free text (summaries, replies).
+
+    llama-server takes ``repeat_penalty`` over the last ``last_n`` tokens; other
+    OpenAI-compatible servers (Ollama's ``/v1``, a cloud API) get the standard
+    ``frequency_penalty``. Not for JSON replies: there a penalty on repeated tokens
+    pushes an enum value ("open", "person") to another one."""
+
+    repeat_penalty: float = 1.15
+    last_n: int = 256
+    frequency_penalty: float = 0.4
 
 
 class LLMOutputError(ValueError):
@@ -49,10 +64,28 @@ def parse_json_reply(text: str, schema: dict[str, Any]) -> Any:
     return value
 
 
+def server_timings(chunk: Any) -> dict[str, float]:
+    """What llama-server says about a streamed call in its last chunk: ``prompt_tokens``
+    (read this time), ``cached_tokens`` (reused from its prompt cache), ``prompt_ms`` and
+    ``generated_tokens``; empty for servers that do not report them (Ollama, cloud APIs)."""
+    timings = (getattr(chunk, "model_extra", None) or {}).get("timings")
+    if not isinstance(timings, dict):
+        return {}
+    names = {"prompt_n": "prompt_tokens", "cache_n": "cached_tokens", "prompt_ms": "prompt_ms",
+             "predicted_n": "generated_tokens"}
+    return {ours: float(timings[theirs]) for theirs, ours in names.items()
+            if isinstance(timings.get(theirs), int | float)}
+
+
 class LLMClient:
-    def __init__(self, base_url: str, model: str, api_key: str = "local", timeout: float = 120.0):
+    def __init__(self, base_url: str, model: str, api_key: str = "local", timeout: float = 120.0, *,
+                 cloud: bool | None = None, native_penalties: bool = False):
         self.base_url = base_url
         self.model = model
+        # Whether the endpoint runs off this machine, when the owner declared it (None:
+        # decided from the URL's host; see memory.disclosure).
+        self.cloud = cloud
+        self.native_penalties = native_penalties  # the server takes llama.cpp's repeat_penalty
         http = DefaultAsyncHttpx2Client(timeout=timeout, limits=httpx2.Limits(
             max_connections=100, max_keepalive_connections=20, keepalive_expiry=KEEPALIVE_S))
         # One retry: a request on a connection the server dropped (right after a voice turn
@@ -64,12 +97,20 @@ class LLMClient:
     def openai(self) -> AsyncOpenAI:
         return self._client
 
+    def _penalties(self, repetition: Repetition | None) -> dict[str, Any]:
+        if repetition is None:
+            return {}
+        if self.native_penalties:
+            return {"extra_body": {"repeat_penalty": repetition.repeat_penalty, "repeat_last_n": repetition.last_n}}
+        return {"frequency_penalty": repetition.frequency_penalty}
+
     async def chat(
         self,
         messages: list[dict[str, Any]],
         *,
         max_tokens: int = 512,
         temperature: float = 0.2,
+        repetition: Repetition | None = None,
         **extra: Any,
     ) -> str:
         response = await self._client.chat.completions.create(
@@ -77,6 +118,7 @@ class LLMClient:
             messages=messages,
             max_tokens=max_tokens,
             temperature=temperature,
+            **self._penalties(repetition),
             **extra,
         )
         return response.choices[0].message.content or ""
@@ -87,18 +129,26 @@ class LLMClient:
         *,
         max_tokens: int = 512,
         temperature: float = 0.2,
+        stats: dict[str, Any] | None = None,
+        repetition: Repetition | None = None,
         **extra: Any,
     ) -> AsyncIterator[str]:
+        """The reply's text as it comes. ``stats``, if given, receives what the server
+        reports about the call (llama-server: prompt tokens read, tokens served from its
+        prompt cache, milliseconds), see :func:`server_timings`."""
         stream = await self._client.chat.completions.create(
             model=self.model,
             messages=messages,
             max_tokens=max_tokens,
             temperature=temperature,
             stream=True,
+            **self._penalties(repetition),
             **extra,
         )
         try:
             async for chunk in stream:
+                if stats is not None:
+                    stats.update(server_timings(chunk))
                 if chunk.choices and (delta := chunk.choices[0].delta.content):
                     yield delta
         finally:

@@ -70,7 +70,8 @@ async def start_llm(settings: ModelSettings, run_dir: Path) -> LLMRuntime:
         base = settings.llm_base_url.rstrip("/")
         if await _answers(f"{base}/models"):
             log.info("LLM: OpenAI-compatible endpoint %s", base)
-            return LLMRuntime(Backend.ENDPOINT, LLMClient(base, settings.ollama_model, settings.llm_api_key))
+            return LLMRuntime(Backend.ENDPOINT, LLMClient(base, settings.ollama_model, settings.llm_api_key,
+                                                          cloud=settings.llm_cloud))
         log.warning("LLM endpoint %s does not answer; trying the next backend", base)
     if settings.ollama_host:
         host = settings.ollama_host if "://" in settings.ollama_host else f"http://{settings.ollama_host}"
@@ -81,7 +82,8 @@ async def start_llm(settings: ModelSettings, run_dir: Path) -> LLMRuntime:
                 log.warning("Ollama at %s cannot serve %s (%s); using the managed server", host, settings.ollama_model, exc)
             else:
                 log.info("LLM: Ollama at %s, model %s", host, settings.ollama_model)
-                return LLMRuntime(Backend.OLLAMA, LLMClient(f"{host}/v1", settings.ollama_model))
+                return LLMRuntime(Backend.OLLAMA, LLMClient(f"{host}/v1", settings.ollama_model,
+                                                            cloud=settings.llm_cloud))
         else:
             log.warning("Ollama at %s does not answer; using the managed llama-server", host)
     model = resolve_llm(settings)
@@ -95,8 +97,11 @@ async def start_llm(settings: ModelSettings, run_dir: Path) -> LLMRuntime:
             ctx_size=settings.llm_ctx_size,
             threads=settings.llm_threads,
             parallel=settings.llm_parallel,
+            cache_reuse=settings.llm_cache_reuse,
         )
     )
     await server.start()
     log.info("LLM: managed llama-server with %s at %s", model.name, server.base_url)
-    return LLMRuntime(Backend.MANAGED, LLMClient(server.base_url, model.stem), server)
+    # The managed server runs here, whatever was declared about the endpoint it replaces.
+    return LLMRuntime(Backend.MANAGED, LLMClient(server.base_url, model.stem, cloud=False, native_penalties=True),
+                      server)

@@ -22,6 +22,7 @@ from models.process import die_with_parent, free_port, stop_stale, write_pid
 from models.settings import ModelSettings
 
 log = logging.getLogger(__name__)
+STOP_GRACE_S = 2.0
 
 LLAMA_SERVER_VERSION = "11434.0.0"
 BUILD_COMMAND = "make setup  (or: bash scripts/build-llama-server.sh)"
@@ -49,6 +50,7 @@ class LlamaServerConfig:
     ctx_size: int = 8192
     threads: int = 0
     parallel: int = 2
+    cache_reuse: int = 0
     startup_timeout: float = 300.0
     max_restarts: int = 5
     extra_args: list[str] = field(default_factory=list)
@@ -96,6 +98,8 @@ class LlamaServer:
         ]
         if cfg.threads:
             args += ["--threads", str(cfg.threads)]
+        if cfg.cache_reuse:
+            args += ["--cache-reuse", str(cfg.cache_reuse)]
         return args + cfg.extra_args
 
     async def _spawn(self) -> None:
@@ -176,7 +180,10 @@ class LlamaServer:
             return False
         return True
 
-    async def stop(self) -> None:
+    async def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """SIGTERM, then SIGKILL after ``grace_s``: llama-server's graceful stop waits for the
+        generation under way, which nobody waits for any more when Annie stops (her workers
+        are stopped first and their jobs released), so a short grace is enough."""
         self._stopping = True
         if self._watcher:
             self._watcher.cancel()
@@ -186,7 +193,7 @@ class LlamaServer:
         if proc and proc.returncode is None:
             proc.terminate()
             try:
-                await asyncio.wait_for(proc.wait(), 10)
+                await asyncio.wait_for(proc.wait(), grace_s)
             except TimeoutError:
                 proc.kill()
                 await proc.wait()

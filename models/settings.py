@@ -40,6 +40,11 @@ class ModelSettings(BaseSettings):
     # LLM runtime: an OpenAI-compatible endpoint, Ollama, or the managed llama-server.
     llm_base_url: str | None = None
     llm_api_key: str = "local"
+    # Is the endpoint (ANNIE_LLM_BASE_URL or OLLAMA_HOST) a cloud service? Unset: only a
+    # localhost or loopback-address host counts as local. Sensitive memories never go
+    # into a cloud model's prompts (memory.disclosure); true for a local proxy or tunnel
+    # to a cloud API, false for a machine of your own on the network.
+    llm_cloud: bool | None = None
     ollama_host: str | None = Field(
         default=None, validation_alias=AliasChoices("ANNIE_OLLAMA_HOST", "OLLAMA_HOST")
     )
@@ -50,6 +55,10 @@ class ModelSettings(BaseSettings):
     llm_ctx_size: int = 8192
     llm_threads: int = 0
     llm_parallel: int = 3  # router, arguments and reply prompts each keep a cached slot
+    # The managed server reuses cached prompt pieces of at least this many tokens that moved
+    # (0: off). When old turns are cut from a conversation, the turns kept are already in
+    # the cache at other positions: read 137 tokens again without it, 7 with it.
+    llm_cache_reuse: int = Field(default=64, ge=0)
 
     @property
     def models_dir(self) -> Path:

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import httpx
 import pytest
+import uvicorn
+
+from models.process import free_port
 
 
 def wait_healthy(proc: subprocess.Popen, url: str, what: str, timeout: float = 240) -> None:
@@ -22,3 +28,21 @@ def wait_healthy(proc: subprocess.Popen, url: str, what: str, timeout: float = 2
             pass
         time.sleep(0.2)
     pytest.fail(f"{what} did not become healthy within {timeout:.0f} s")
+
+
+@asynccontextmanager
+async def served(app, *, lifespan: str = "off") -> AsyncIterator[str]:
+    """``app`` served on a free loopback port in this event loop (real HTTP, e.g. for a
+    browser or an event stream); its base URL. The server stops when the block ends."""
+    port = free_port("127.0.0.1")
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task

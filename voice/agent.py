@@ -19,6 +19,7 @@ from typing import Any
 
 import openai
 
+from memory.disclosure import memory_for
 from models.llm_client import LLMClient, LLMOutputError
 from voice.forget_turn import ForgetConversation
 from voice.grounding import asked_names, missing_names, missing_note, not_in_memory
@@ -80,6 +81,18 @@ class TurnDone:
     text: str
     tools: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """One log line: tools, where the time went, how much prompt the LLM read."""
+        t = self.timings
+        parts = [f"tools {','.join(self.tools) or 'none'}"]
+        parts += [f"{name} {t[key] * 1000:.0f} ms" for key, name in
+                  (("route_s", "route"), ("tools_s", "tools"), ("first_token_s", "first token"),
+                   ("total_s", "total")) if key in t]
+        if "prompt_tokens" in t:
+            parts.append(f"prompt read {t['prompt_tokens']:.0f} tokens in {t.get('prompt_ms', 0):.0f} ms, "
+                         f"{t.get('cached_tokens', 0):.0f} from cache")
+        return "; ".join(parts)
 
 
 AgentEvent = TextDelta | ToolStart | ToolUse | ContextMessage | TurnDone
@@ -166,6 +179,9 @@ class Agent:
                  intents: IntentRouter | None = None, *, channel: str = "voice",
                  clock: Callable[[], datetime] | None = None) -> None:
         self.llm = llm
+        # What this conversation's model may read of memory: a cloud model never reads
+        # sensitive items (briefing, tool results, probe), see memory.disclosure.
+        memory = memory_for(memory, llm)
         self.memory = memory
         self.settings = settings
         self.intents = intents
@@ -250,20 +266,34 @@ class Agent:
         return result
 
     async def _reply(self, convo: list[dict[str, Any]], text_filter: ToolTextFilter, spoken: list[str],
-                     timings: dict[str, float]) -> AsyncIterator[TextDelta]:
+                     timings: dict[str, float], *, stop_at_tool_call: bool = False) -> AsyncIterator[TextDelta]:
         """Stream one completion through ``text_filter``; what passes is spoken (appended to
-        ``spoken``); the first token's delay is kept in ``timings`` once per turn."""
+        ``spoken``); the first token's delay is kept in ``timings`` once per turn.
+        ``stop_at_tool_call``: a reply that opens with a tool call (the model copying the
+        lookup before it, when tools were already chosen) is stopped at once instead of
+        generated to its end (about 25 tokens, 2 s on two cores) and then thrown away."""
         started = time.perf_counter()
-        async for delta in self.llm.stream(llm_messages(convo), max_tokens=self.settings.max_reply_tokens,
-                                           temperature=self.settings.reply_temperature):
-            if "first_token_s" not in timings:
-                timings["first_token_s"] = time.perf_counter() - started
-            if out := text_filter.feed(delta):
+        stats: dict[str, float] = {}
+        said = len(spoken)
+        try:
+            async for delta in self.llm.stream(llm_messages(convo), max_tokens=self.settings.max_reply_tokens,
+                                               temperature=self.settings.reply_temperature, stats=stats):
+                if "first_token_s" not in timings:
+                    timings["first_token_s"] = time.perf_counter() - started
+                if out := text_filter.feed(delta):
+                    spoken.append(out)
+                    yield TextDelta(out)
+                if stop_at_tool_call and text_filter.in_tool_call and not "".join(spoken[said:]).strip():
+                    log.info("the reply opened with a tool call; it is stopped and asked for in plain words")
+                    return
+            if out := text_filter.finish():
                 spoken.append(out)
                 yield TextDelta(out)
-        if out := text_filter.finish():
-            spoken.append(out)
-            yield TextDelta(out)
+        finally:
+            # How much of the prompt the server had to read (the rest came from its cache).
+            for key in ("prompt_tokens", "cached_tokens", "prompt_ms"):
+                if key in stats:
+                    timings[key] = timings.get(key, 0.0) + stats[key]
 
     async def respond(self, messages: list[dict[str, Any]]) -> AsyncIterator[AgentEvent]:
         """One turn: route, run tools, stream the filtered reply. Never waits for a
@@ -280,9 +310,14 @@ class Agent:
             yield TurnDone(fixed, ["forget"], timings)
             return
 
-        async def use(call: ToolCall, found: ToolResult | None = None) -> AsyncIterator[AgentEvent]:
+        held: list[dict[str, Any]] = []  # a tool exchange not yet added to the conversation
+
+        async def use(call: ToolCall, found: ToolResult | None = None, *, keep: bool = True
+                      ) -> AsyncIterator[AgentEvent]:
             yield ToolStart(call.name)
+            tool_started = time.perf_counter()
             result = found or await self.tools.run(call.name, call.arguments)
+            timings["tools_s"] = timings.get("tools_s", 0.0) + time.perf_counter() - tool_started
             if call.name == Tool.RECALL_ENTITY and result.ok and not evidence_lines(result.text).strip():
                 # The graph knows nothing (yet) about the name: what was said about it may
                 # still be in the transcripts, so search them instead.
@@ -291,9 +326,12 @@ class Agent:
             used.append(call.name)
             results.append(result)
             yield ToolUse(call.name, call.arguments, result.text, result.ok, result.table)
-            for message in tool_exchange(call, result):
-                convo.append(message)
-                yield ContextMessage(message)
+            held[:] = tool_exchange(call, result)
+            if keep:
+                for message in held:
+                    convo.append(message)
+                    yield ContextMessage(message)
+                held.clear()
 
         if self.settings.tool_routing is ToolRouting.SCHEMA:
             call = await self.route(convo)
@@ -302,15 +340,22 @@ class Agent:
             if call is None and (probed := await self.probe(last_user_text(convo))) is not None:
                 call = ToolCall(probed.name, probed.arguments)
             if call is not None:
-                async for event in use(call, probed):
+                async for event in use(call, probed, keep=False):
                     yield event
                 fixed = None
                 if call.name == Tool.REMEMBER:
                     fixed = STORED if results[-1].ok else NOT_STORED
                 elif call.name in MEMORY_TOOLS and not results[-1].ok:
                     fixed = CANNOT_CHECK
-                elif call.name in LOOKUPS:
-                    fixed = grounded(last_user_text(convo), results[-1], convo)
+                if fixed is None:
+                    # What the reply needs stays in the conversation. A stored fact or a memory
+                    # that could not be reached is told by the fixed reply alone: its tool
+                    # exchange (about 60 tokens) would only be read again on the next turn.
+                    for message in held:
+                        convo.append(message)
+                        yield ContextMessage(message)
+                    if call.name in LOOKUPS:
+                        fixed = grounded(last_user_text(convo), results[-1], convo)
                 if fixed is not None:
                     text = fixed
                     yield TextDelta(text)
@@ -321,7 +366,8 @@ class Agent:
         spoken: list[str] = []
         for _hop in range(MAX_TOOL_HOPS + 1):
             text_filter = ToolTextFilter(TOOL_NAMES)
-            async for event in self._reply(convo, text_filter, spoken, timings):
+            routed = self.settings.tool_routing is ToolRouting.SCHEMA
+            async for event in self._reply(convo, text_filter, spoken, timings, stop_at_tool_call=routed):
                 yield event
             if text_filter.held:
                 log.info("kept %d tool-call block(s) out of the reply", len(text_filter.held))
@@ -329,7 +375,6 @@ class Agent:
             # After a tool failed (memory unreachable), answer with what is known: no more tools.
             # With schema routing the tool was chosen before the reply: a tool call the model
             # writes into its answer anyway (a table nobody asked for) is not run.
-            routed = self.settings.tool_routing is ToolRouting.SCHEMA
             if not calls or routed or len(used) >= MAX_TOOL_HOPS or any(not r.ok for r in results):
                 break
             call = calls[0]

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory.capture import clean_text
 from voice.chat import chat_turn
+from voice.observability import observed_chat_turn
 from voice.service import VoiceError, VoiceService, VoiceSession
 
 ID = r"^[A-Za-z0-9_-]+$"
@@ -190,7 +191,7 @@ async def chat(request: Request, body: ChatRequest) -> StreamingResponse:
         except RuntimeError as exc:
             raise HTTPException(503, str(exc)) from exc
     return StreamingResponse(
-        chat_turn(session, body.message, service.gate, service.primer),
+        observed_chat_turn(chat_turn(session, body.message, service.gate, service.primer), session.id),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

@@ -2,6 +2,11 @@
 
 The first message of a session fetches the memory briefing into the system prompt;
 later messages reuse the conversation. One turn runs at a time per session.
+
+A turn runs as a task of its own: the SSE response only follows it. A client that goes
+away (the page reloads) stops following, not the turn; the answer written so far is in
+the session's transcript (:meth:`ChatSession.transcript`, marked ``streaming``) and the
+whole answer is there once the turn ends.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,15 +48,23 @@ class ChatSession:
     last_used: float = field(default_factory=time.time)
     turns: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # The answer being written right now, as far as it has come (None between turns).
+    partial: str | None = None
+    task: asyncio.Task | None = None
 
     def summary(self) -> dict[str, Any]:
         return {"session_id": self.id, "llm_backend": self.backend, "turns": self.turns,
-                "created_at": self.created_at, "last_used": self.last_used}
+                "created_at": self.created_at, "last_used": self.last_used, "answering": self.partial is not None}
 
-    def transcript(self) -> list[dict[str, str]]:
-        """What the user and Annie said, in order: no system prompt, tool calls or results."""
-        return [{"role": m["role"], "text": m["content"]} for m in self.messages
-                if m.get("role") in ("user", "assistant") and m.get("content") and not m.get("tool_calls")]
+    def transcript(self) -> list[dict[str, Any]]:
+        """What the user and Annie said, in order: no system prompt, tool calls or results.
+        An answer still being written comes last, so far as it has come, with ``streaming``."""
+        said: list[dict[str, Any]] = [
+            {"role": m["role"], "text": m["content"]} for m in self.messages
+            if m.get("role") in ("user", "assistant") and m.get("content") and not m.get("tool_calls")]
+        if self.partial is not None:
+            said.append({"role": "assistant", "text": self.partial, "streaming": True})
+        return said
 
 
 class ChatSessions:
@@ -71,6 +84,14 @@ class ChatSessions:
         for sid in [sid for sid, s in self._sessions.items() if s.last_used < cutoff and not s.lock.locked()]:
             del self._sessions[sid]
 
+    async def close(self) -> None:
+        """Stop the turns under way (shutting down)."""
+        tasks = [s.task for s in self._sessions.values() if s.task is not None and not s.task.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+
     def create(self, agent: Agent, backend: str, session_id: str | None = None) -> ChatSession:
         self._expire()
         if len(self._sessions) >= self.settings.max_chat_sessions:
@@ -89,10 +110,35 @@ async def chat_turn(session: ChatSession, message: str, gate: PriorityGate | Non
                     primer: PromptPrimer | None = None) -> AsyncIterator[bytes]:
     """The SSE stream of one chat turn; tool-call text never appears in it. ``gate`` is
     held for the turn, so background memory work waits for it; ``primer`` gives a new
-    session the briefing whose prompt the LLM has already read."""
+    session the briefing whose prompt the LLM has already read. The turn runs on when
+    the stream is no longer read (see the module's docstring)."""
+    events: asyncio.Queue[bytes | None] = asyncio.Queue()
+    session.task = asyncio.get_running_loop().create_task(
+        run_turn(session, message, events.put_nowait, gate, primer), name=f"chat-turn-{session.id}")
+    while (event := await events.get()) is not None:
+        yield event
+
+
+async def run_turn(session: ChatSession, message: str, emit: Callable[[bytes | None], None],
+                   gate: PriorityGate | None = None, primer: PromptPrimer | None = None) -> None:
+    """One chat turn; its SSE events go to ``emit`` (None last). The answer so far is
+    kept in ``session.partial`` until it joins the conversation."""
+    try:
+        await _turn(session, message, emit, gate, primer)
+    except asyncio.CancelledError:
+        raise
+    except Exception:  # noqa: BLE001 - a turn's failure must not go unseen in a background task
+        log.exception("chat turn in %s failed", session.id)
+    finally:
+        session.partial = None
+        emit(None)
+
+
+async def _turn(session: ChatSession, message: str, emit: Callable[[bytes | None], None],
+                gate: PriorityGate | None, primer: PromptPrimer | None) -> None:
     async with session.lock, (gate or PriorityGate()).live_turn():
         session.last_used = time.time()
-        yield sse({"type": "session", "session_id": session.id, "llm_backend": session.backend})
+        emit(sse({"type": "session", "session_id": session.id, "llm_backend": session.backend}))
         agent = session.agent
         if not session.messages:
             briefing = await primer.session_briefing() if primer is not None else None
@@ -100,34 +146,40 @@ async def chat_turn(session: ChatSession, message: str, gate: PriorityGate | Non
         user_at = time.time()
         user_index = len(session.messages)
         session.messages.append({"role": "user", "content": message})
+        session.partial = ""
         reply_at: float | None = None
         text = ""
         try:
             async for event in agent.respond(session.messages):
                 if isinstance(event, TextDelta):
                     reply_at = reply_at or time.time()
-                    yield sse({"type": "token", "text": event.text})
+                    session.partial += event.text
+                    emit(sse({"type": "token", "text": event.text}))
                 elif isinstance(event, ToolStart):
-                    yield sse({"type": "tool_start", "name": event.name})
+                    emit(sse({"type": "tool_start", "name": event.name}))
                 elif isinstance(event, ToolUse):
                     payload: dict[str, Any] = {"type": "tool_use", "name": event.name, "arguments": event.arguments,
                                                "ok": event.ok}
                     if event.table is not None:
                         payload["table"] = event.table.as_dict()
-                    yield sse(payload)
+                    emit(sse(payload))
                 elif isinstance(event, ContextMessage):
                     session.messages.append(event.message)
                 elif isinstance(event, TurnDone):
                     text = event.text
+                    log.info("chat turn: %s", event.summary())
         except asyncio.CancelledError:
+            del session.messages[user_index:]
             raise
         except Exception as exc:  # noqa: BLE001 - reported to the client as an error event
             log.warning("chat turn in %s failed: %s", session.id, exc)
             del session.messages[user_index:]
-            yield sse({"type": "error", "message": f"the language model failed: {type(exc).__name__}"})
+            emit(sse({"type": "error", "message": f"the language model failed: {type(exc).__name__}"}))
             return
+        # The whole answer joins the conversation in the same step as the partial one goes.
         session.messages.append({"role": "assistant", "content": text})
+        session.partial = None
         session.turns += 1
         session.last_used = time.time()
         await session.recorder.record_turn(message, text, user_at=user_at, reply_at=reply_at or time.time())
-        yield sse({"type": "done", "session_id": session.id, "text": text})
+        emit(sse({"type": "done", "session_id": session.id, "text": text}))

@@ -172,7 +172,7 @@ _IMPERATIVE = re.compile(
     r"imagine|pretend|count|convert)\b",
     re.IGNORECASE,
 )
-_FIRST_PERSON = re.compile(r"^\W*(?:(?:oh|so|well|and|also|by the way|btw|fyi),? )*(?:my|our|i|i'm|i've|i'll|i'd|we|we're|"
+_FIRST_PERSON = re.compile(r"^\W*(?:(?:oh|so|well|and|also|by the way|btw|fyi|ok|okay|no|yes|yeah|actually),? )*(?:my|our|i|i'm|i've|i'll|i'd|we|we're|"
                            r"we've|we'll|me and|i am|i was|i have|i had|i got)\b", re.IGNORECASE)
 # First-person talk that is not a fact to keep: feelings, wishes, thinking aloud, small talk.
 _CHATTER = re.compile(
@@ -184,6 +184,16 @@ _CHATTER = re.compile(
     r"|i'd |i'll |we'll |let's)",
     re.IGNORECASE,
 )
+
+
+# Thanks, acknowledgements and goodbyes: a few words that ask for nothing but a reply.
+_COURTESY_WORD = (
+    r"(?:thanks?(?: you)?(?: (?:so|very) much)?|thank you|cheers|ok(?:ay)?|great|cool|nice|perfect|awesome|"
+    r"got it|i see|alright|all right|right|sounds good|good ?(?:bye|night|morning|evening|afternoon)|bye(?: bye)?|"
+    r"see you(?: later| soon)?|hello|hi|hey|yes|yeah|no|nope|sure|wow|well|oh|ah+|hmm+|annie)"
+    r"(?: (?:a lot|again|anyway|for (?:that|this|now|the help|your help|everything)|that's all(?: for now)?))*"
+)
+_COURTESY = re.compile(rf"^\W*{_COURTESY_WORD}(?:[\s,.!;-]+{_COURTESY_WORD})*\W*$", re.IGNORECASE)
 
 
 def is_question(message: str) -> bool:
@@ -200,6 +210,8 @@ def shape(message: str) -> Tool | str | None:
     feelings, wishes and thinking aloud ("I'm tired", "I think so") are answered.
     """
     text = message.strip()
+    if _COURTESY.match(text):
+        return DIRECT
     personal = bool(_PERSONAL.search(text) or _NAMED_SAYING.search(text))
     if is_question(text):
         request = bool(_REQUEST.match(text))

@@ -279,6 +279,7 @@ class AgentLLMProcessor(FrameProcessor):
                         await self.push_frame(page_message({"type": "table", **event.table.as_dict()}))
                 elif isinstance(event, TurnDone):
                     self.last_timings = event.timings
+                    log.info("voice turn: %s", event.summary())
         except asyncio.CancelledError:
             # Interrupted, or the session ended mid-reply: the turn is still recorded.
             self._record_interrupted()

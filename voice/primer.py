@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from memory.disclosure import memory_for
 from models.llm_client import LLMClient
 from voice.memory_port import MemoryPort
 from voice.prompts import router_messages, system_prompt
@@ -39,7 +40,8 @@ class PromptPrimer:
         self.llm = llm
         # The agents' clock (see voice.agent.Agent), so the warmed prefix is theirs.
         self.clock = clock or (lambda: datetime.now().astimezone())
-        self.memory = memory
+        # The briefing goes into this model's prompts: a cloud model's leaves sensitive items out.
+        self.memory = memory_for(memory, llm)
         self.settings = settings
         self._latest: Briefing | None = None
         self._ready: Briefing | None = None  # its prompt has been read by the LLM

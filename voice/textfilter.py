@@ -122,6 +122,11 @@ class ToolTextFilter:
         self._state = _State.TEXT
         self._closer = ""
 
+    @property
+    def in_tool_call(self) -> bool:
+        """Inside a tool-call tag the model has opened (``<tool_call>``), not yet closed."""
+        return self._state is _State.TAG and self._closer in ("</tool_call>", "<|/tool_call|>")
+
     def _hold(self, block: str) -> None:
         self.held.append(block)
         self.calls.extend(parse_tool_calls(block, self.known))

@@ -52,14 +52,16 @@ def mmr(hits: list[MemoryHit], limit: int, config: MMRConfig) -> list[MemoryHit]
     top = pool[0].score or 1.0
     relevance = {h.id: h.score / top for h in pool}
     bags = {h.id: words(h.text) for h in pool}
+    # Each hit's similarity to the closest chosen one, updated with each pick (not recomputed
+    # against every chosen hit at every step).
+    closest = {h.id: 0.0 for h in pool}
     chosen: list[MemoryHit] = []
     rest = list(pool)
     while rest and len(chosen) < limit:
-        def value(hit: MemoryHit) -> float:
-            similarity = max((jaccard(bags[hit.id], bags[c.id]) for c in chosen), default=0.0)
-            return config.lambda_ * relevance[hit.id] - (1 - config.lambda_) * similarity
-
-        best = max(rest, key=value)
+        best = max(rest, key=lambda h: config.lambda_ * relevance[h.id] - (1 - config.lambda_) * closest[h.id])
         chosen.append(best)
         rest.remove(best)
+        picked = bags[best.id]
+        for hit in rest:
+            closest[hit.id] = max(closest[hit.id], jaccard(bags[hit.id], picked))
     return chosen

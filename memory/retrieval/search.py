@@ -18,6 +18,7 @@ from datetime import datetime
 
 import asyncpg
 
+from memory.events import Zone, stage
 from memory.retrieval.bm25 import bm25_leg
 from memory.retrieval.filters import SearchFilters
 from memory.retrieval.fusion import rrf
@@ -26,9 +27,8 @@ from memory.retrieval.recipes import SearchRecipe
 from memory.retrieval.rerank import apply_decay, mmr
 from memory.retrieval.time_hints import TimeHint, parse_time
 from memory.retrieval.types import Leg, MemoryHit
-from memory.retrieval.vector_leg import embed_query, vector_leg
+from memory.retrieval.vector_leg import vector_leg
 from memory.vectors import VectorIndex
-from models.embed import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 class SearchDeps:
     pool: asyncpg.Pool
     vectors: VectorIndex | None
-    embedder: Callable[[], Awaitable[Embedder]]
+    embed_query: Callable[[str], Awaitable[list[float]]]
 
 
 class _QueryVector:
@@ -52,7 +52,7 @@ class _QueryVector:
         return await asyncio.shield(self._task)
 
     async def _embed(self) -> list[float]:
-        return await embed_query(await self._deps.embedder(), self._query)
+        return await self._deps.embed_query(self._query)
 
 
 async def _run_leg(leg: Leg, deps: SearchDeps, query: str, filters: SearchFilters, limit: int,
@@ -64,6 +64,16 @@ async def _run_leg(leg: Leg, deps: SearchDeps, query: str, filters: SearchFilter
     if deps.vectors is None:
         raise RuntimeError("no vector index")
     return await vector_leg(deps.vectors, await vector.get(), filters, limit)
+
+
+async def _timed_leg(leg: Leg, deps: SearchDeps, query: str, filters: SearchFilters, limit: int,
+                     vector: _QueryVector, windowed: bool) -> list[MemoryHit]:
+    """One leg, with its time and number of hits (or its failure) as an event."""
+    with stage("memory", f"retrieval.{leg.value}", Zone.RETRIEVAL, announce=False,
+               data={"windowed": windowed}) as timed:
+        hits = await _run_leg(leg, deps, query, filters, limit, vector)
+        timed.data["hits"] = len(hits)
+    return hits
 
 
 async def _mark_evergreen(pool: asyncpg.Pool, hits: list[MemoryHit], types: frozenset[str]) -> None:
@@ -94,6 +104,14 @@ async def search(
     now: datetime,
     limit: int = 10,
 ) -> list[MemoryHit]:
+    with stage("memory", "retrieval.search", Zone.RETRIEVAL, data={"recipe": recipe.name, "limit": limit}) as timed:
+        hits = await _search(deps, query, recipe, filters, now=now, limit=limit)
+        timed.data["hits"] = len(hits)
+    return hits
+
+
+async def _search(deps: SearchDeps, query: str, recipe: SearchRecipe, filters: SearchFilters, *, now: datetime,
+                  limit: int) -> list[MemoryHit]:
     hint = parse_time(query, now) if recipe.time_aware else TimeHint(query=query)
     runs = [(leg, filters, recipe.weight(leg)) for leg in recipe.legs]
     if hint.window is not None and filters.start is None and filters.end is None:
@@ -101,7 +119,8 @@ async def search(
         runs += [(leg, windowed, recipe.weight(leg) * recipe.window_weight) for leg in recipe.legs]
     vector = _QueryVector(deps, hint.query)
     results = await asyncio.gather(
-        *(_run_leg(leg, deps, hint.query, f, recipe.leg_limit, vector) for leg, f, _ in runs), return_exceptions=True
+        *(_timed_leg(leg, deps, hint.query, f, recipe.leg_limit, vector, f is not filters) for leg, f, _ in runs),
+        return_exceptions=True,
     )
     ranked = []
     for (leg, _, weight), result in zip(runs, results, strict=True):

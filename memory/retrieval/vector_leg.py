@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime
 
 from memory.retrieval.filters import SearchFilters
 from memory.retrieval.types import Leg, LegScore, MemoryHit
 from memory.vectors import VectorIndex
-from models.embed import Embedder
-
-
-async def embed_query(embedder: Embedder, query: str) -> list[float]:
-    [vector] = await asyncio.to_thread(embedder.embed, [query])
-    return vector
 
 
 async def vector_leg(

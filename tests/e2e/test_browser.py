@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.voice.support import kokoro_wav, loopback_ice
@@ -78,3 +79,39 @@ async def test_page_talks_and_chats(voice_server, voice_models, tmp_path):
             await browser.close()
     print(f"screenshots: {artifacts}")
     assert sorted(p.name for p in artifacts.iterdir()) == ["1-ready.png", "2-voice.png", "3-chat.png"]
+
+
+async def test_a_reload_while_annie_answers_shows_the_whole_answer(voice_server):
+    """Reload the page while a typed question is being answered: the page shows the answer
+    so far at once, follows it, and ends with the whole answer as Annie has it."""
+    from playwright.async_api import async_playwright, expect
+
+    question = "Count from one to forty in words, separated by commas."
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=str(CHROMIUM),
+                                          args=["--headless", "--no-sandbox", "--disable-gpu",
+                                                "--disable-background-networking", "--no-first-run"])
+        try:
+            page = await browser.new_page()
+            await page.goto(f"{voice_server.url}/#token={voice_server.token}")
+            await expect(page.locator("#status")).to_contain_text("Ready")
+            await page.fill("#chat-input", question)
+            await page.click("#chat-send")
+            answer = page.locator("#transcript li.assistant").last
+            # The first words are on the page: reload in the middle of the answer.
+            await expect(answer).not_to_have_text(re.compile(r"^(Thinking…|Searching memory…)?$"), timeout=180_000)
+            await page.reload()
+            await expect(page.locator("#status")).to_contain_text("Ready")
+            await expect(page.locator("#transcript li.user").last).to_have_text(question)
+            await expect(page.locator("#transcript li.assistant.pending")).to_have_count(1)  # still being written
+            await expect(page.locator("#chat-send")).to_be_disabled()
+            # It is followed to the end.
+            await expect(page.locator("#transcript li.assistant.pending")).to_have_count(0, timeout=180_000)
+            await expect(page.locator("#chat-send")).to_be_enabled()
+            session_id = await page.evaluate("sessionStorage.getItem('annie-chat-session')")
+            async with httpx.AsyncClient(base_url=voice_server.url, headers=voice_server.headers) as client:
+                session = (await client.get(f"/v1/chat/sessions/{session_id}")).json()
+            assert not session["answering"]
+            await expect(page.locator("#transcript li.assistant").last).to_have_text(session["messages"][-1]["text"])
+        finally:
+            await browser.close()

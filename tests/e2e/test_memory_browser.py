@@ -7,6 +7,7 @@ the static pages, over real HTTP. Screenshots are kept in the test's tmp dir."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -15,7 +16,6 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-import uvicorn
 from fastapi import Depends, FastAPI
 from fastapi.staticfiles import StaticFiles
 
@@ -28,7 +28,7 @@ from memory.service import MemoryService
 from memory.settings import MemorySettings
 from memory.vectors.edge import EdgeVectorIndex
 from models.embed import EMBED_DIM
-from tests.voice.support import free_port
+from tests.support import served
 from web.app import STATIC_DIR, install_error_handlers
 from web.auth import require_token
 
@@ -121,14 +121,8 @@ async def test_memory_browser_find_correct_forget(tmp_path, database_url, db_poo
     state = {"memory": await _start_memory(settings, model_settings, db_pool)}
     await _plant(state["memory"])
     app = _app(state)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    serving = asyncio.create_task(server.serve())
-    while not server.started:
-        if serving.done():
-            serving.result()
-        await asyncio.sleep(0.05)
-    url = f"http://127.0.0.1:{port}"
+    stack = contextlib.AsyncExitStack()
+    url = await stack.enter_async_context(served(app, lifespan="on"))
     shots = tmp_path / "screenshots"
     shots.mkdir()
     try:
@@ -210,7 +204,6 @@ async def test_memory_browser_find_correct_forget(tmp_path, database_url, db_poo
             finally:
                 await browser.close()
     finally:
-        server.should_exit = True
-        await serving
+        await stack.aclose()
         await _stop_memory(state["memory"])
     print(f"screenshots: {shots}")

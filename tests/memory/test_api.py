@@ -7,6 +7,7 @@ from datetime import timedelta
 import httpx
 import pytest
 
+from memory import graph
 from tests.memory.conftest import T0, TOKEN, memory_app, payload, write
 
 ENDPOINTS = [
@@ -50,6 +51,14 @@ async def test_ingest_then_context_stats_and_session(client):
     session = (await client.get("/v1/sessions/s1", headers=auth)).json()
     assert [s["segment_id"] for s in session["segments"]] == ["a", "b"]
     assert (await client.get("/v1/entities?entity_type=person", headers=auth)).json() == {"entities": []}
+
+
+async def test_the_owners_own_node_is_not_listed_as_a_person(client, memory):
+    async with memory.pool.acquire() as conn:
+        for name in ("me", "Priya"):  # "Priya family_of me" puts the owner's node in the graph
+            await graph.upsert_entity(conn, memory.settings.user_id, "person", name, seen_at=T0)
+    listed = (await client.get("/v1/entities", headers={"X-Internal-Token": TOKEN})).json()["entities"]
+    assert [(e["type"], e["name"]) for e in listed] == [("person", "Priya")]
 
 
 @pytest.mark.parametrize(

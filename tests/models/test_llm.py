@@ -46,6 +46,38 @@ async def test_streaming_yields_text(managed_llm):
     assert len(chunks) >= 2 and "".join(chunks).strip()
 
 
+async def test_a_stream_reports_what_the_server_read_and_reused_from_its_prompt_cache(managed_llm):
+    messages = [{"role": "system", "content": "You are terse. " * 20}, {"role": "user", "content": "Say hi."}]
+    first: dict = {}
+    async for _ in managed_llm.client.stream(messages, max_tokens=4, stats=first):
+        pass
+    again: dict = {}
+    async for _ in managed_llm.client.stream([*messages[:1], {"role": "user", "content": "Say bye."}],
+                                             max_tokens=4, stats=again):
+        pass
+    assert first["prompt_tokens"] > 20 and first["generated_tokens"] >= 1
+    # The same system prompt is served from the cache the second time: only the new tail is read.
+    assert again["cached_tokens"] >= 20 and again["prompt_tokens"] < first["prompt_tokens"]
+
+
+async def test_turns_kept_after_old_ones_are_cut_are_reused_from_the_cache(managed_llm):
+    """A conversation cut at its start (voice.agent.trim_history) keeps its last turns; the
+    server finds them in its cache at other positions instead of reading them again."""
+    system = {"role": "system", "content": "You are a helpful assistant. Answer briefly. " * 30}
+    history = []
+    for i in range(8):
+        history += [{"role": "user", "content": f"Question {i}: tell me about topic {i} in one sentence please."},
+                    {"role": "assistant", "content": f"Topic {i} is a subject with a long history and many details."}]
+    stats: list[dict] = [{}, {}]
+    for messages, st in (([system, *history, {"role": "user", "content": "And now?"}], stats[0]),
+                         ([system, *history[-6:], {"role": "user", "content": "And then?"}], stats[1])):
+        async for _ in managed_llm.client.stream(messages, max_tokens=2, stats=st):
+            pass
+    kept_turns = stats[0]["prompt_tokens"] - stats[0].get("cached_tokens", 0)  # all of it, the first time
+    assert kept_turns > 300
+    assert stats[1]["prompt_tokens"] < 40  # the new question, not the three kept turns (about 130 tokens)
+
+
 async def test_a_stream_stopped_early_stops_the_generation(managed_llm):
     """Barge-in: closing the reply stream must free the server, not leave it generating."""
     import httpx

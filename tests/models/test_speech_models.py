@@ -38,6 +38,10 @@ def test_kokoro_synthesizes_speech(model_settings):
     frames = np.asarray(samples[: len(samples) // 480 * 480]).reshape(-1, 480)
     loud = np.sqrt((frames**2).mean(axis=1)) > 0.01
     assert loud.mean() > 0.3, "most of the synthesized audio should be voiced, not silence"
+    options = kokoro.sess.get_session_options()
+    # Idle threads do not busy-wait for work: the LLM shares the two cores with the voice.
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.intra_op_num_threads == 2
 
 
 def test_kokoro_voices_are_the_english_set(model_settings):

@@ -8,20 +8,19 @@ tested before the memory service is wired in.
 from __future__ import annotations
 
 import asyncio
-import socket
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
-import uvicorn
 from fastapi import Depends, FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from memory.briefing import format_briefing
 from memory.owner import said_by
 from memory.retrieval.types import MemoryHit
+from tests.support import served
 from voice.api import router
 from voice.service import VoiceService
 from voice.settings import VoiceSettings
@@ -112,12 +111,6 @@ def make_app(service: VoiceService, token: str = TOKEN) -> FastAPI:
     return app
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class Server:
     url: str
@@ -131,19 +124,8 @@ class Server:
 
 @asynccontextmanager
 async def serve(service: VoiceService, token: str = TOKEN):
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(make_app(service, token), host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.05)
-    try:
-        yield Server(f"http://127.0.0.1:{port}", token, service)
-    finally:
-        server.should_exit = True
-        await task
+    async with served(make_app(service, token)) as url:
+        yield Server(url, token, service)
 
 
 def voice_settings(data_dir: Path, **overrides) -> VoiceSettings:

@@ -89,6 +89,53 @@ async def test_chat_remember_tool_stores_the_fact(voice_server, fixed_memory):
     assert missing.status_code == 404 and "no chat session" in missing.json()["detail"]
 
 
+LONG_ANSWER = "Count from one to forty in words, separated by commas."
+
+
+async def test_an_answer_goes_on_when_the_page_leaves_and_is_in_the_transcript(voice_server):
+    """A reload while Annie is answering: the client stops reading after the first words;
+    the turn goes on, the session's transcript shows the answer so far (streaming), then
+    the whole answer once it is written; the next message is answered as usual."""
+    async with httpx.AsyncClient(base_url=voice_server.url, headers=voice_server.headers, timeout=LONG) as client:
+        session_id = None
+        seen = ""
+        async with client.stream("POST", "/v1/chat", json={"message": LONG_ANSWER}) as response:
+            async for line in response.aiter_lines():
+                if line.startswith("data: "):
+                    event = json.loads(line[6:])
+                    session_id = session_id or event.get("session_id")
+                    if event["type"] == "token":
+                        seen += event["text"]
+                        break  # the page goes away mid-answer: the connection closes here
+        assert session_id and seen
+
+        during = (await client.get(f"/v1/chat/sessions/{session_id}")).json()
+        assert during["answering"] is True
+        assert during["messages"][0] == {"role": "user", "text": LONG_ANSWER}
+        partial = during["messages"][-1]
+        assert partial["role"] == "assistant" and partial["streaming"] is True
+        assert partial["text"].startswith(seen)
+        busy = await client.post("/v1/chat", json={"message": "hi", "session_id": session_id})
+        assert busy.status_code == 409  # one turn at a time, also for a page that came back
+
+        for _ in range(2400):  # the answer is written without anyone reading the stream
+            after = (await client.get(f"/v1/chat/sessions/{session_id}")).json()
+            if not after["answering"]:
+                break
+            await asyncio.sleep(0.1)
+        assert not after["answering"] and after["turns"] == 1
+        assert [m["role"] for m in after["messages"]] == ["user", "assistant"]
+        whole = after["messages"][-1]
+        assert "streaming" not in whole and whole["text"].startswith(partial["text"].strip())
+        assert len(whole["text"]) > len(seen)
+
+        events = await chat(voice_server, {"message": "Thanks. Say OK.", "session_id": session_id})
+        assert events[-1]["type"] == "done"
+    path = voice_server.service.settings.transcripts_dir / f"{session_id}.jsonl"
+    turns = [json.loads(line) for line in path.read_text().splitlines()]
+    assert turns[0]["segments"][1]["text"] == whole["text"]  # the capture file has the whole answer too
+
+
 async def test_the_page_can_ask_for_a_warm_up(voice_server):
     async with httpx.AsyncClient(base_url=voice_server.url, headers=voice_server.headers) as client:
         response = await client.post("/v1/warm", json={})
@@ -176,4 +223,5 @@ async def test_start_then_status(voice_server):
     assert started["voice"] == "af_bella" and started["state"] == "waiting for offer"
     assert any(s["session_id"] == started["session_id"] for s in status["voice_sessions"])
     assert status["models_loaded"] and "af_heart" in status["voices"]
+    assert status["memory_disclosure"] == "local"  # the bundled model runs on this machine
     assert all(v[0] in "ab" for v in status["voices"]) and len(status["voices"]) >= 20

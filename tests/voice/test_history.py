@@ -3,10 +3,15 @@ turn to turn and the server's prompt cache keeps serving it."""
 
 from __future__ import annotations
 
+import contextlib
+
+import openai
 from hypothesis import given
 from hypothesis import strategies as st
 
-from voice.agent import trim_history
+from tests.voice.support import FixedMemory, voice_settings
+from tests.voice.test_grounding import MAYA, unreachable_llm
+from voice.agent import STORED, Agent, ContextMessage, TurnDone, trim_history
 
 
 def conversation(turns: int, tool_every: int = 0) -> list[dict]:
@@ -37,3 +42,24 @@ def test_the_start_changes_only_every_few_turns():
     changes = sum(1 for a, b in zip(starts, starts[1:], strict=False) if a != b)
     # 60 turns, 120 messages: a window sliding by one changed its start on ~48 turns.
     assert changes <= 120 // (keep - keep // 4)
+
+
+async def test_a_stored_fact_leaves_no_tool_exchange_for_the_next_turn_to_read(intent_router, tmp_path):
+    """"Remember ..." is answered with a fixed reply; the tool call and its result would only
+    be read again by the LLM on the next turn, so the conversation keeps the words alone.
+    A lookup's exchange stays: the reply and the next turns need what it found."""
+    memory = FixedMemory(MAYA)
+    agent = Agent(unreachable_llm(), memory, voice_settings(tmp_path), intent_router)
+    events = [e async for e in agent.respond([{"role": "system", "content": "x"},
+                                              {"role": "user", "content": "Remember that I parked on level four."}])]
+    assert [e for e in events if isinstance(e, TurnDone)][0].text == STORED
+    assert memory.remembered == ["I parked on level four."]
+    assert not [e for e in events if isinstance(e, ContextMessage)]
+
+    events = []
+    with contextlib.suppress(openai.APIError):  # the reply itself needs the model; the lookup does not
+        async for event in agent.respond([{"role": "system", "content": "x"},
+                                          {"role": "user", "content": "Where does my sister Maya live?"}]):
+            events.append(event)
+    kept = [e.message for e in events if isinstance(e, ContextMessage)]
+    assert [m["role"] for m in kept] == ["assistant", "tool"] and "Lisbon" in kept[1]["content"]

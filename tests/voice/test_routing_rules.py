@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from voice.intent_rules import asks_to_recall, asks_to_store, asks_to_think, said_in
+from voice.intent_rules import asks_to_recall, asks_to_store, asks_to_think, said_in, shape
 
 
 @pytest.mark.parametrize("message, recall, store", [
@@ -42,3 +42,17 @@ def test_a_recalled_name_must_be_one_the_user_said(name, message, said):
 ])
 def test_the_scratchpad_needs_words_that_ask_for_it(message, think):
     assert asks_to_think(message) is think
+
+
+@pytest.mark.parametrize("message, action", [
+    ("Thanks!", "answer_directly"),
+    ("Thank you so much, Annie.", "answer_directly"),
+    ("Okay, got it, thanks for the help.", "answer_directly"),
+    ("Good night!", "answer_directly"),
+    ("Cool, bye!", "answer_directly"),
+    ("Thanks. Where does my sister live?", "search_memory"),
+    ("Okay, my sister lives in Porto now.", "remember"),
+    ("No, my brother works at the bakery.", "remember"),
+])
+def test_thanks_and_goodbyes_are_answered_without_asking_the_llm_to_route(message, action):
+    assert str(shape(message)) == action

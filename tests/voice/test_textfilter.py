@@ -67,3 +67,16 @@ def test_sentences_come_out_as_soon_as_complete():
         got.append(splitter.feed(token))
     assert got == [[], [], ["Hello there."], [], ["How are you today?"], []]
     assert splitter.finish() == ["I am fine"]
+
+
+def test_a_tool_call_tag_is_known_as_soon_as_it_opens():
+    """The agent stops a reply that opens with a tool call at once (see Agent._reply)."""
+    text_filter = ToolTextFilter({"search_memory"})
+    assert text_filter.feed("<tool_") == "" and not text_filter.in_tool_call
+    text_filter.feed('call>\n{"name": "search')
+    assert text_filter.in_tool_call
+    text_filter.feed('_memory", "arguments": {"query": "sister"}}\n</tool_call>Priya lives in Lisbon.')
+    assert not text_filter.in_tool_call and [c.name for c in text_filter.calls] == ["search_memory"]
+    thinking = ToolTextFilter({"search_memory"})
+    thinking.feed("<think>the user asks")
+    assert not thinking.in_tool_call  # thinking is held back too, but it is not a tool call

@@ -168,13 +168,44 @@ function keepChatSession(id) {
 }
 
 // After a reload: show the conversation this tab was having, if Annie still has it.
+// An answer that was still being written goes on being shown until it is complete.
+const FOLLOW_MS = 1000;
+
+async function chatSession() {
+  return (await api("/v1/chat/sessions/" + encodeURIComponent(chatSessionId))).json();
+}
+
 async function restoreChat() {
   if (!chatSessionId) return;
+  let session;
   try {
-    const session = await (await api("/v1/chat/sessions/" + encodeURIComponent(chatSessionId))).json();
-    for (const m of session.messages) addLine(m.role, m.text);
+    session = await chatSession();
   } catch (err) {
     keepChatSession(null); // it ended, or Annie restarted: the next message starts a new one
+    return;
+  }
+  session.messages.forEach((m, index) => {
+    const line = addLine(m.role, m.text || (m.streaming ? "Thinking…" : ""));
+    if (m.streaming) { line.classList.add("pending"); followAnswer(line, index); }
+  });
+}
+
+// Re-read the session until the answer at ``index`` is no longer being written.
+async function followAnswer(line, index) {
+  $("chat-send").disabled = true; // the session answers one message at a time
+  try {
+    for (;;) {
+      await new Promise((resolve) => setTimeout(resolve, FOLLOW_MS));
+      let session;
+      try { session = await chatSession(); } catch (err) { line.className = "error"; line.textContent = err.message; return; }
+      const m = session.messages[index];
+      if (!m || m.role !== "assistant") { line.className = "error"; line.textContent = "This answer did not finish."; return; }
+      if (m.text) line.textContent = m.text;
+      if (!m.streaming) { line.classList.remove("pending"); return; }
+      transcriptEl.scrollTop = transcriptEl.scrollHeight;
+    }
+  } finally {
+    $("chat-send").disabled = false;
   }
 }
 
