@@ -10,7 +10,8 @@ Two steps, the same for the HTTP API and for voice or chat:
   (:mod:`memory.tombstones`) is the moment the forget happens; then the whole capture
   files of forgotten sessions are deleted, PostgreSQL loses the rows in one transaction
   (segments, mentions, facts sourced from them, entities left with nothing, the day's
-  reflections, queued jobs, ingest offsets) and the vector index its points. A crash
+  reflections, queued jobs, ingest offsets, the stored events of a session that is gone)
+  and the vector index its points. A crash
   after the tombstone is finished by :func:`finish_pending` at the next start; a crash
   before it changed nothing. ``annie memory rebuild`` applies every tombstone again.
 
@@ -298,6 +299,8 @@ async def apply_to_database(conn: asyncpg.Connection, user_id: str, tombstone: T
             """DELETE FROM jobs WHERE state = 'queued' AND kind = ANY($1::text[]) AND dedup_key = ANY($2::text[])""",
             [EMBED, EXTRACT], gone_ids,
         )
+        # What the stages did for a session that is gone (timings, counts: never its words).
+        await conn.execute("DELETE FROM events WHERE session_id = ANY($1::text[])", gone_ids)
     await conn.execute(
         """UPDATE sessions SET segment_count = (SELECT count(*) FROM segments g WHERE g.session_id = sessions.session_id),
                   last_segment_at = (SELECT max(ts) FROM segments g WHERE g.session_id = sessions.session_id),

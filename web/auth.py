@@ -1,8 +1,9 @@
 """Token auth: every route but /health and the static pages requires it.
 
 The token travels in the ``X-Internal-Token`` header. The ``token`` query parameter is
-taken only where EventSource needs it (a GET asking for ``text/event-stream``; EventSource
-cannot set headers): a cross-site form or link with the token in its URL runs nothing.
+taken only where EventSource needs it (a GET asking for ``text/event-stream`` of a route
+that streams events; EventSource cannot set headers): a cross-site form, link or fetch
+with the token in its URL runs nothing else.
 It is compared in constant time.
 The token file is kept 0600 (tightened if an earlier run or a person left it open).
 """
@@ -47,7 +48,12 @@ def load_or_create_token(data_dir: Path, configured: str | None) -> str:
 
 
 def _event_stream(request: Request) -> bool:
-    return request.method == "GET" and "text/event-stream" in request.headers.get("accept", "")
+    """A GET asking for an event stream of a route that answers with one (its response
+    class is ``text/event-stream``): the only place the token may come in the query."""
+    if request.method != "GET" or "text/event-stream" not in request.headers.get("accept", ""):
+        return False
+    response_class = getattr(request.scope.get("route"), "response_class", None)
+    return getattr(response_class, "media_type", None) == "text/event-stream"
 
 
 async def require_token(request: Request) -> None:

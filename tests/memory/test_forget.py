@@ -148,12 +148,17 @@ async def test_forget_a_session_deletes_its_capture_file_and_stays_forgotten(ser
     await plant(service)
     path = service.settings.transcripts_dir / "s2.jsonl"
     assert path.exists()
+    await pool.executemany(
+        "INSERT INTO events (event_id, ts, service, process, zone, event_type, session_id) "
+        "VALUES ($1, now(), 'memory', 'ingestion', 'ingestion', 'complete', $2)", [("e-s1", "s1"), ("e-s2", "s2")])
     result = await forget(deps(service), ForgetRequest(ForgetKind.SESSION, session_id="s2"), confirm=True)
     assert result.counts.sessions == 1 and result.counts.segments == 2 and result.counts.files == 1
     assert not path.exists()
     assert await pool.fetchval("SELECT count(*) FROM sessions WHERE session_id = 's2'") == 0
     assert await pool.fetchval("SELECT count(*) FROM edges WHERE source_session = 's2'") == 0
     assert await pool.fetchval("SELECT count(*) FROM ingest_offsets WHERE path LIKE '%s2.jsonl'") == 0
+    assert await pool.fetchval("SELECT count(*) FROM events WHERE session_id = 's2'") == 0
+    assert await pool.fetchval("SELECT count(*) FROM events WHERE event_id = 'e-s1'") == 1  # another session's
     assert not {point_id("s2", "a"), point_id("s2", "b")} & await point_ids(service)
     assert await pool.fetchval("SELECT count(*) FROM entities WHERE name = 'Priya'") == 1, "still mentioned in s1"
     assert await pool.fetchval("SELECT count(*) FROM entities WHERE name = 'Berlin'") == 0
