@@ -49,6 +49,9 @@ def annie_in_child(module: str) -> Iterator[tuple[str, Path]]:
         yield url_file.read_text(), root
     finally:
         if child is not None:
+            died = child.poll()
+            if died is not None:  # the load client's errors alone would not say why
+                print(f"Annie's process ended during the run (exit status {died})", file=sys.stderr, flush=True)
             child.stdin.close()
             child.wait(120)
         server.stop()
