@@ -8,6 +8,7 @@ import contextlib
 import logging
 import socket
 import threading
+import traceback
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,6 +79,8 @@ def live_annie(data_dir: Path, database_url: str, model_settings: ModelSettings)
             asyncio.run(main())
         except BaseException as exc:  # noqa: BLE001 - reported to the waiting caller
             state["error"] = exc
+            if ready.is_set():  # it stopped while serving: nobody waits for the error, so say it
+                traceback.print_exc()
         finally:
             ready.set()
 
