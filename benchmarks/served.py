@@ -9,6 +9,7 @@ The parent runs ``python -m <benchmark> --serve ROOT DSN URL_FILE`` in the child
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import subprocess
 import sys
@@ -39,8 +40,9 @@ def annie_in_child(module: str) -> Iterator[tuple[str, Path]]:
     try:
         dsn = server.start()
         url_file = root / "url"
+        # A crash in native code prints the Python stacks of every thread.
         child = subprocess.Popen([sys.executable, "-m", module, "--serve", str(root), dsn, str(url_file)],
-                                 stdin=subprocess.PIPE)
+                                 stdin=subprocess.PIPE, env={**os.environ, "PYTHONFAULTHANDLER": "1"})
         print("starting Annie (no LLM) ...", flush=True)
         while not url_file.exists():
             if child.poll() is not None:
@@ -49,10 +51,8 @@ def annie_in_child(module: str) -> Iterator[tuple[str, Path]]:
         yield url_file.read_text(), root
     finally:
         if child is not None:
-            died = child.poll()
-            if died is not None:  # the load client's errors alone would not say why
-                print(f"Annie's process ended during the run (exit status {died})", file=sys.stderr, flush=True)
             child.stdin.close()
-            child.wait(120)
+            if (status := child.wait(120)) != 0:  # the load client's errors alone would not say why
+                print(f"Annie's process exited with status {status}", file=sys.stderr, flush=True)
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
