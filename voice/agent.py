@@ -21,6 +21,7 @@ import openai
 
 from memory.disclosure import memory_for
 from models.llm_client import LLMClient, LLMOutputError
+from voice.focus import unsupported
 from voice.forget_turn import ForgetConversation
 from voice.grounding import asked_names, missing_names, missing_note, not_in_memory
 from voice.grounding import evidence as evidence_lines
@@ -162,13 +163,17 @@ def tool_exchange(call: ToolCall, result: ToolResult) -> list[dict[str, Any]]:
 
 def grounded(question: str, result: ToolResult, convo: list[dict[str, Any]]) -> str | None:
     """After a memory lookup: the fixed reply when memory returned nothing about what was
-    asked, else None; when only some of the names asked about were found, a note for the
-    model is added to ``convo`` (see :mod:`voice.grounding`)."""
+    asked (no name asked about is there: :mod:`voice.grounding`; what the question asks
+    about is not supported by the lines: :mod:`voice.focus`), else None; when only some
+    of the names asked about were found, a note for the model is added to ``convo``."""
     found, missing = missing_names(question, result.text)
     if missing and not found:
         return not_in_memory(missing)
     if not missing and not found and not evidence_lines(result.text):
         return NOTHING_FOUND
+    if (gap := unsupported(question, result.text, found + missing)) is not None:
+        log.info("memory returned nothing that supports %r; answering that it is not in memory", gap.reply())
+        return gap.reply()
     if missing:
         convo.append({"role": "system", "content": missing_note(missing)})
     return None

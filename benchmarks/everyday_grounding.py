@@ -1,0 +1,111 @@
+"""The grounding check alone, on real retrieval, for the everyday set: no LLM.
+
+The memories of ``benchmarks/data/everyday_qa.json`` are planted as in
+:mod:`benchmarks.everyday_qa`, except that a chat "remember ..." is stored with the
+words the remember tool would store (``remembered_fact``) without the chat turn around
+it (no LLM runs here). Each question then gets the memory search the router gives it
+(its content words and names, ``memory_query``) and :func:`voice.agent.grounded`
+decides: a fixed abstention before the model, or the model answers from the lines.
+
+Counted: for questions whose answer is in memory, how many the check stops (a false
+abstention, whatever the model would have said), and for the others how many it stops
+(an abstention no model can spoil); the rest go to the model. Run:
+``python -m benchmarks.everyday_grounding``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from benchmarks.common import write_result
+from benchmarks.everyday_qa import DATA, DEVICE, indexed
+from ingest.omi import parse_conversation, parse_transcript
+from ingest.service import IngestService
+from ingest.settings import IngestSettings
+from memory.db import open_database
+from memory.service import MemoryService
+from memory.settings import MemorySettings
+from memory.vectors.edge import EdgeVectorIndex
+from models.embed import EMBED_DIM
+from models.settings import ModelSettings
+from voice.agent import grounded
+from voice.tools import Tool, ToolResult
+from voice.utterance_args import memory_query, remembered_fact
+
+
+async def plant(memories: list[dict], memory: MemoryService, ingest: IngestService) -> None:
+    for item in memories:
+        segments = [dict(s) for s in item.get("segments", [])]
+        if item["via"] == "omi_transcript":
+            body = json.dumps({"session_id": item["session"], "segments": segments}).encode()
+            await ingest.omi_transcript(DEVICE, *parse_transcript(body))
+        elif item["via"] == "omi_conversation":
+            started = datetime.now(UTC) - timedelta(days=item.get("days_ago", 0))
+            finished = started + timedelta(seconds=max(s["end"] for s in segments))
+            body = json.dumps({"id": item["id"], "started_at": started.isoformat(), "finished_at": finished.isoformat(),
+                               "transcript_segments": segments,
+                               "structured": {"overview": item.get("overview", "")}}).encode()
+            await ingest.omi_conversation(DEVICE, parse_conversation(body))
+        else:
+            await memory.remember(remembered_fact(item["text"]))
+            await asyncio.sleep(0.01)  # one remembered item per millisecond id
+
+
+async def run(database_url: str | None) -> dict:
+    data = json.loads(DATA.read_text())
+    models = ModelSettings(allow_download=False)
+    with tempfile.TemporaryDirectory(prefix="annie-grounding-") as tmp:
+        root = Path(tmp)
+        settings = MemorySettings(data_dir=root / "memory", database_url=database_url)
+        db = await open_database(MemorySettings(data_dir=root / "db", database_url=database_url))
+        settings = settings.model_copy(update={"database_url": db.dsn})
+        vectors = EdgeVectorIndex(root / "vectors", EMBED_DIM)
+        memory = MemoryService(settings, models, db.pool, vectors)
+        ingest = IngestService(IngestSettings(data_dir=settings.data_dir, preload_models=False), models)
+        records = []
+        try:
+            await memory.start()
+            await plant(data["memories"], memory, ingest)
+            await indexed(memory, sum(len(m.get("segments", [])) or 1 for m in data["memories"]))
+            for question in data["questions"]:
+                query = memory_query(question["q"])
+                started = time.perf_counter()
+                text = await memory.search_memory(query)
+                result = ToolResult(Tool.SEARCH_MEMORY.value, {"query": query}, text)
+                convo: list[dict] = []
+                fixed = grounded(question["q"], result, convo)
+                records.append({"question": question["q"], "answerable": question.get("answerable", True),
+                                "lines": text.splitlines(), "stopped": fixed, "note": [m["content"] for m in convo],
+                                "ms": round((time.perf_counter() - started) * 1000, 1)})
+                print(f"{'STOP' if fixed else 'llm '} {question['q']!r} -> {fixed!r}", flush=True)
+        finally:
+            for close in (memory.close, vectors.close, db.close):
+                try:
+                    await close()
+                except Exception as exc:  # noqa: BLE001 - reported, the results are kept
+                    print(f"shutting down: {type(exc).__name__}: {exc}", flush=True)
+    yes = [r for r in records if r["answerable"]]
+    no = [r for r in records if not r["answerable"]]
+    return {"dataset": f"{DATA.name}: {len(data['questions'])} questions",
+            "summary": {"answerable": {"n": len(yes), "stopped_wrongly": sum(bool(r["stopped"]) for r in yes)},
+                        "unanswerable": {"n": len(no), "stopped": sum(bool(r["stopped"]) for r in no),
+                                         "left_to_the_model": sum(not r["stopped"] for r in no)}},
+            "questions": records}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--database-url", default=None, help="use this PostgreSQL instead of an embedded one")
+    parser.add_argument("--name", default="everyday_grounding", help="the result's name")
+    args = parser.parse_args()
+    write_result(args.name, asyncio.run(run(args.database_url)))
+
+
+if __name__ == "__main__":
+    main()

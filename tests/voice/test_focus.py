@@ -1,0 +1,129 @@
+"""What a question asks about must be in the memory lines it is answered from: each rule of
+:mod:`voice.focus` on a fixed question and fixed tool-result text (abstain or not), with
+answerable counter-examples, and the agent's fixed reply without the model."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.voice.support import FixedMemory, voice_settings
+from tests.voice.test_grounding import turn, unreachable_llm
+from voice.agent import Agent, grounded
+from voice.focus import focus, stem, unsupported
+from voice.grounding import asked_names
+from voice.tools import ToolResult
+
+
+def gap(question: str, *lines: str) -> str | None:
+    """The fixed abstention for ``question`` answered from ``lines``, or None (the model answers)."""
+    found = unsupported(question, "\n".join(lines), asked_names(question))
+    return None if found is None else found.reply()
+
+
+def test_stems_join_the_forms_of_a_word():
+    assert stem("married") == stem("marrying") == stem("marry")
+    assert stem("lives") == stem("living") == stem("live")
+    assert stem("photos") == stem("photo") and stem("boxes") == stem("box") and stem("planned") == stem("plan")
+    assert stem("Sofia's") == stem("sofia")
+    assert stem("bus") == "bus" and stem("class") == "class"
+
+
+def test_the_frame_of_a_question_is_not_its_focus():
+    asked = focus("What did you tell me about my garden last week?", [])
+    assert [(p.opener, p.words) for p in asked.phrases] == [("my", ["garden"])]
+    assert asked.loose == []
+    nothing = focus("How did it go yesterday?", [])
+    assert nothing.phrases == [] and nothing.loose == []
+    assert gap("Tell me one thing you remember about me.", "- you said: I like tea.") is None
+
+
+def test_a_noun_phrase_memory_does_not_hold_is_not_answered():
+    dentist = "2026-03-02 you said: My dentist appointment is on the 14th at 9 am."
+    assert gap("When is my haircut appointment?", dentist) == (
+        "I don't have anything about your haircut appointment in my memory.")
+    assert gap("When is my dentist appointment?", dentist) is None
+    umbrella = "2026-03-02 you said: I left the umbrella in the car."
+    assert gap("Where did I leave my glasses?", umbrella) == "I don't have anything about your glasses in my memory."
+    assert gap("Where did I leave the umbrella?", umbrella) is None
+    assert gap("What did Dan say about the budget?", "- Dan said: The review moved to Thursday.") == (
+        "I don't have anything about the budget in my memory.")
+
+
+def test_words_match_by_stem_when_the_answer_says_them_otherwise():
+    sister = ["2026-03-02 you said: My sister Maya lives in Lisbon now.",
+              "2026-03-02 speaker 1 said: Is she still working as an architect?"]
+    assert gap("What does my sister do for work?", *sister) is None
+    assert gap("Who is Maya marrying?", "- you said: She is getting married in June to Tiago.") is None
+    assert gap("Where are the photos from the hike?", "- you said: The hiking photos are on the laptop.") is None
+
+
+def test_without_a_noun_phrase_one_of_the_other_words_must_be_there():
+    lines = ["- you said: I'll send you the photos from the hike by Friday, Jake.",
+             "- you said: My sister Maya lives in Lisbon now."]
+    assert gap("What did I promise to send Jake?", *lines) is None
+    assert gap("Who is coming to dinner on Sunday?", *lines) == "I don't have anything about that in my memory."
+    assert gap("How old is Maya?", *lines) == "I don't have anything about that in my memory."
+
+
+def test_the_subject_of_a_do_question_needs_only_its_first_word():
+    club = "- Jake said: Don't forget the book club meets at Lena's place next Wednesday."
+    assert gap("Where does the book club meet next time?", club) is None
+    assert gap("When does the choir start?", "- you said: The choir rehearses on Mondays at seven.") is None
+    assert gap("Where does my brother live?", "- you said: My sister Maya lives in Lisbon now.") == (
+        "I don't have anything about your brother in my memory.")
+
+
+def test_a_possession_needs_its_owner_and_thing_in_one_line():
+    lines = ["- you said: I promised Tom I'd return his ladder on Saturday.",
+             "- you said: Sofia's birthday is on October 2nd."]
+    assert gap("When is Tom's birthday?", *lines) == "I don't have anything about Tom's birthday in my memory."
+    assert gap("When is Sofia's birthday?", *lines) is None
+    assert gap("When do I have to give Tom his ladder back?", *lines) is None
+
+
+def test_someone_speaking_of_their_own_supports_a_possession_of_a_name_nearby():
+    dinner = ["2026-03-01 you said: I'll send you the photos from the hike by Friday, Jake.",
+              "2026-03-01 speaker 1 said: By the way, my daughter Emma just started at the university in Utrecht."]
+    assert gap("What's the name of Jake's daughter?", *dinner) is None
+    assert gap("Where did Jake's daughter start university?", *dinner) is None
+    assert gap("What is the name of Jake's son?", *dinner) == "I don't have anything about Jake's son in my memory."
+    # The user's own daughter is not Jake's.
+    mine = [dinner[0], "2026-03-01 you said: My daughter Emma just started at the university in Utrecht."]
+    assert gap("What's the name of Jake's daughter?", *mine) == (
+        "I don't have anything about Jake's daughter in my memory.")
+
+
+def test_a_verb_with_no_thing_named_after_it_may_be_about_the_thing_asked():
+    assert gap("Where did I park the car?", "- you said: I parked on level 3 of the Riverside garage.") is None
+    assert gap("Where did I park my bike?", "- you said: I parked the car on level 3 of the Riverside garage.") == (
+        "I don't have anything about your bike in my memory.")
+
+
+_NOUN = st.from_regex(r"[b-df-hj-np-tv-z][aeiou][b-df-hj-np-tv-z]{2}[aeiou]?", fullmatch=True)
+
+
+@given(noun=_NOUN, other=_NOUN)
+def test_a_thing_is_answered_exactly_when_a_line_holds_it(noun, other):
+    said = f"- you said: My {noun} is in the kitchen drawer."
+    assert gap(f"Where is my {noun}?", said) is None
+    if stem(other) != stem(noun) and not stem(other).startswith(stem(noun)) and other not in ("kitchen", "drawer"):
+        assert gap(f"Where is my {other}?", said) == f"I don't have anything about your {other} in my memory."
+
+
+def test_grounded_keeps_the_model_for_a_supported_question_and_stops_it_otherwise():
+    result = ToolResult("search_memory", {"query": "appointment"},
+                        "2026-03-02 you said: My dentist appointment is on the 14th at 9 am.")
+    convo: list[dict] = []
+    assert grounded("When is my dentist appointment?", result, convo) is None and convo == []
+    assert grounded("When is my haircut appointment?", result, convo) == (
+        "I don't have anything about your haircut appointment in my memory.")
+
+
+async def test_the_agent_answers_a_question_memory_does_not_support_without_the_model(intent_router, tmp_path):
+    memory = FixedMemory(["My dentist appointment is on the 14th at 9 am.",
+                          "I parked the car on level 3 of the Riverside garage."])
+    agent = Agent(unreachable_llm(), memory, voice_settings(tmp_path), intent_router)
+    text, tools = await turn(agent, "Where did I park my bike?")
+    assert [t.name for t in tools] == ["search_memory"]
+    assert text == "I don't have anything about your bike in my memory."
