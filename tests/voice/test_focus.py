@@ -107,7 +107,9 @@ _NOUN = st.from_regex(r"[b-df-hj-np-tv-z][aeiou][b-df-hj-np-tv-z]{2}[aeiou]?", f
 def test_a_thing_is_answered_exactly_when_a_line_holds_it(noun, other):
     said = f"- you said: My {noun} is in the kitchen drawer."
     assert gap(f"Where is my {noun}?", said) is None
-    if stem(other) != stem(noun) and not stem(other).startswith(stem(noun)) and other not in ("kitchen", "drawer"):
+    # A question word of four letters or more also matches a line word it starts.
+    prefix = len(stem(other)) >= 4 and stem(noun).startswith(stem(other))
+    if stem(other) != stem(noun) and not prefix and other not in ("kitchen", "drawer"):
         assert gap(f"Where is my {other}?", said) == f"I don't have anything about your {other} in my memory."
 
 
