@@ -29,6 +29,7 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)$")
 NAME_BOOST = 1.5
 COMMON_FREQ = 0.05
 UNSEEN_FREQ = 0.01  # a word's frequency before any statistics exist
+SESSION_POOL = 500  # the best matching turns the session leg groups by session
 
 
 def websearch_query(query: str) -> str:
@@ -86,34 +87,47 @@ _WEIGHTED = _TERMS + """
     ORDER BY rank DESC, s.ts DESC
     LIMIT $5"""
 
-# The same matching turns read twice: ranked as turns (as ``_WEIGHTED``), and grouped by
-# session, each session ranked by the question's words it holds anywhere in its turns (each
-# distinct word counted once, at its weight) and given by its best turn.
+# The same matching turns read twice: ranked as turns (as ``_WEIGHTED``), and the best
+# ``SESSION_POOL`` of them grouped by session, each session ranked by the question's words
+# it holds anywhere in those turns (each distinct word counted once, at its weight; a bit
+# per word, OR-ed over the session) and given by its best turn. The pool keeps the cost of
+# grouping constant however many turns match; only ids and weights are carried, and the
+# text is read for the returned rows alone.
 _WITH_SESSIONS = _TERMS + """,
-    matched AS MATERIALIZED (
-        SELECT s.session_id, s.segment_id, s.speaker, s.text, s.ts, t.turn_weight, t.lexemes,
+    bits AS (
+        SELECT lexeme, q, weight, (row_number() OVER (ORDER BY weight DESC, lexeme) - 1)::int AS bit FROM weighted
+    ),
+    matched AS (
+        SELECT s.session_id, s.segment_id, s.ts, t.turn_weight, t.mask,
                t.turn_weight + 0.01 * ts_rank(s.text_tsv, sel.q, 1) AS rank
         FROM segments s CROSS JOIN selecting sel
-        CROSS JOIN LATERAL (SELECT sum(w.weight) AS turn_weight, array_agg(w.lexeme) AS lexemes
-                            FROM weighted w WHERE s.text_tsv @@ w.q) t
+        CROSS JOIN LATERAL (
+            SELECT sum(b.weight) AS turn_weight,
+                   bit_or(CASE WHEN b.bit < 63 THEN 1::bigint << b.bit ELSE 0::bigint END) AS mask
+            FROM bits b WHERE s.text_tsv @@ b.q) t
         WHERE sel.q IS NOT NULL AND s.text_tsv @@ sel.q AND {where}
     ),
-    per_session AS (
-        SELECT d.session_id, sum(w.weight) AS coverage
-        FROM (SELECT DISTINCT session_id, unnest(lexemes) AS lexeme FROM matched) d
-        JOIN weighted w ON w.lexeme = d.lexeme
-        GROUP BY d.session_id
+    pool AS MATERIALIZED (SELECT * FROM matched ORDER BY rank DESC, ts DESC LIMIT {pool}),
+    top_sessions AS (
+        SELECT p.session_id, (SELECT sum(b.weight) FROM bits b
+                              WHERE b.bit < 63 AND p.mask & (1::bigint << b.bit) <> 0) AS coverage
+        FROM (SELECT session_id, bit_or(mask) AS mask FROM pool GROUP BY session_id) p
+        ORDER BY coverage DESC LIMIT $5
     ),
     best AS (
-        SELECT DISTINCT ON (m.session_id) m.session_id, m.segment_id, m.speaker, m.text, m.ts,
-               p.coverage + 0.01 * m.turn_weight AS rank
-        FROM matched m JOIN per_session p ON p.session_id = m.session_id
+        SELECT DISTINCT ON (m.session_id) m.session_id, m.segment_id, m.ts,
+               t.coverage + 0.01 * m.turn_weight AS rank
+        FROM pool m JOIN top_sessions t ON t.session_id = m.session_id
         ORDER BY m.session_id, m.turn_weight DESC, m.segment_id
+    ),
+    picked AS (
+        (SELECT false AS by_session, session_id, segment_id, ts, rank FROM pool ORDER BY rank DESC, ts DESC LIMIT $5)
+        UNION ALL
+        (SELECT true, session_id, segment_id, ts, rank FROM best ORDER BY rank DESC, ts DESC LIMIT $5)
     )
-    (SELECT false AS by_session, session_id, segment_id, speaker, text, ts, rank FROM matched
-     ORDER BY rank DESC, ts DESC LIMIT $5)
-    UNION ALL
-    (SELECT true, session_id, segment_id, speaker, text, ts, rank FROM best ORDER BY rank DESC, ts DESC LIMIT $5)"""
+    SELECT p.by_session, p.session_id, p.segment_id, s.speaker, s.text, p.ts, p.rank
+    FROM picked p JOIN segments s ON s.session_id = p.session_id AND s.segment_id = p.segment_id
+    ORDER BY p.by_session, p.rank DESC, p.ts DESC"""
 
 _WEBSEARCH = """
     SELECT s.session_id, s.segment_id, s.speaker, s.text, s.ts, ts_rank(s.text_tsv, q, 1) AS rank
@@ -154,8 +168,8 @@ async def keyword_legs(pool: asyncpg.Pool, query: str, filters: SearchFilters,
     if not words:
         return [], []
     where, params = filters.sql(6)
-    rows = await pool.fetch(_WITH_SESSIONS.format(where=where), words, boosts, UNSEEN_FREQ, COMMON_FREQ, limit,
-                            *params)
+    sql = _WITH_SESSIONS.format(where=where, pool=max(SESSION_POOL, limit))
+    rows = await pool.fetch(sql, words, boosts, UNSEEN_FREQ, COMMON_FREQ, limit, *params)
     return (_hits([r for r in rows if not r["by_session"]], Leg.BM25),
             _hits([r for r in rows if r["by_session"]], Leg.SESSION))
 
