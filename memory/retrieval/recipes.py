@@ -84,7 +84,7 @@ class RecipeName(StrEnum):
 GRAPH_WEIGHT = 0.5
 
 # The hybrid recipes also rank whole sessions by what they are about (one turn each, see
-# ``bm25.session_leg``), lift the turns next to a strong hit, and count a second hit from
+# ``bm25.keyword_legs``), lift the turns next to a strong hit, and count a second hit from
 # an already chosen session as somewhat redundant: a question whose answer is spread over
 # several conversations sees more of them.
 _CONTEXT = {"context": ContextConfig(neighbours=0.3), "mmr": MMRConfig(same_session=0.3)}

@@ -1,4 +1,8 @@
-"""Run a recipe: legs concurrently, weighted RRF, bounded temporal decay, MMR.
+"""Run a recipe: legs concurrently, weighted RRF, the turns next to strong hits, bounded
+temporal decay, MMR (a second hit from one session counts as partly redundant).
+
+The keyword and session legs come from one query when a recipe has both
+(:func:`memory.retrieval.bm25.keyword_legs`).
 
 The question is first read for time (:mod:`memory.retrieval.time_hints`): its time
 phrases are taken out of the searched text, a window it names reruns every leg inside
