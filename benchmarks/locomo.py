@@ -17,14 +17,20 @@ k results:
   counts 1.0). It is reported under its own ``all5`` category; the other metrics keep to
   categories 1-4.
 
-Recipes measured in the same run: hybrid (BM25 + vector + graph), bm25 and vector as
+Recipes measured in the same run: hybrid (BM25 + vector + graph + sessions, turns next to
+a hit lifted, a second hit from a chosen session counted as redundant), bm25 and vector as
 configured (bounded recency relative to ``now``, time read from the question), and
 variants of hybrid that each take one part away: ``_no_decay`` (no recency at all),
 ``_plain_decay`` (recency as a plain multiplier ``2^(-age/30 d)``, the former default) and
-``_no_time`` (dates and relative times in the question not read). After ingesting, the
+``_no_time`` (dates and relative times in the question not read), ``_no_sessions`` (no
+session leg), ``_no_neighbours`` (the turns next to a hit not lifted) and ``_no_spread``
+(a second hit from an already chosen session not counted as redundant). After ingesting, the
 segments table is analysed, as autovacuum does on a live database, so BM25 has its word
 statistics. Run: ``python -m benchmarks.locomo`` (``--limit-qa N``
-for a quick look). Needs the models assembled (``make setup``).
+for a quick look; ``--embed-cache DIR``, a directory outside the repository, keeps the
+computed embeddings and reuses them in later runs, which makes ingesting take seconds
+instead of minutes; ``--recipes`` and ``--ablations`` pick what to measure). Needs the
+models assembled (``make setup``).
 
 With ``--graph`` every session is first run through entity and fact extraction with
 the bundled LLM (slow: about a minute per session on 2 cores; pick conversations with
@@ -45,10 +51,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks.common import percentiles, write_result
+from benchmarks.embed_cache import memory_service
 from memory.capture import CapturePayload, CaptureSegment, append_payload
 from memory.db import open_database
 from memory.extraction import EXTRACT
-from memory.retrieval.recipes import RECIPES, DecayConfig, RecipeName
+from memory.retrieval.recipes import RECIPES, DecayConfig, MMRConfig, RecipeName
+from memory.retrieval.types import Leg
 from memory.service import MemoryService, SearchRequest
 from memory.settings import MemorySettings
 from memory.vectors.edge import EdgeVectorIndex
@@ -67,6 +75,9 @@ ABLATIONS = {  # variants of the default recipe, each without one part
     NO_DECAY: {"decay": None},
     "_plain_decay": {"decay": DecayConfig(weight=1.0)},
     "_no_time": {"time_aware": False},
+    "_no_sessions": {"legs": tuple(leg for leg in RECIPES[RecipeName.HYBRID].legs if leg is not Leg.SESSION)},
+    "_no_neighbours": {"context": None},
+    "_no_spread": {"mmr": MMRConfig()},
 }
 
 
@@ -180,9 +191,10 @@ async def extract_sessions(service: MemoryService, sample: dict) -> dict:
             "latency_per_session": percentiles(seconds)}
 
 
-async def ingest_conversation(sample: dict, root: Path, db, vectors, models: ModelSettings) -> MemoryService:
+async def ingest_conversation(sample: dict, root: Path, db, vectors, models: ModelSettings,
+                              embed_cache: Path | None = None) -> MemoryService:
     settings = MemorySettings(data_dir=root / sample["sample_id"], database_url=db.dsn, user_id=sample["sample_id"])
-    service = MemoryService(settings, models, db.pool, vectors)
+    service = memory_service(embed_cache)(settings, models, db.pool, vectors)
     await service.start()  # the watcher is running before the files appear
     payloads = capture_payloads(sample)
     for payload in payloads:
@@ -200,12 +212,13 @@ async def ingest_conversation(sample: dict, root: Path, db, vectors, models: Mod
 
 async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = False,
               only: list[str] | None = None, sessions: int | None = None,
-              ablation_names: list[str] | None = None) -> dict:
+              ablation_names: list[str] | None = None, recipe_names: list[str] | None = None,
+              embed_cache: Path | None = None) -> dict:
     samples = [s for s in json.loads(DATA.read_text()) if not only or s["sample_id"] in only]
     if sessions:
         samples = [first_sessions(s, sessions) for s in samples]
     models = ModelSettings(allow_download=False)
-    recipes = [RecipeName.HYBRID, RecipeName.BM25, RecipeName.VECTOR]
+    recipes = [RecipeName(r) for r in (recipe_names or (RecipeName.HYBRID, RecipeName.BM25, RecipeName.VECTOR))]
     llm = None
     extraction: dict[str, dict] = {}
     if graph:
@@ -228,7 +241,7 @@ async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = F
         try:
             for sample in samples:
                 start = time.perf_counter()
-                service = await ingest_conversation(sample, root, db, vectors, models)
+                service = await ingest_conversation(sample, root, db, vectors, models, embed_cache)
                 ingest_s += time.perf_counter() - start
                 if llm is not None:
                     # extracted here, in order, instead of by the queued background jobs
@@ -272,6 +285,7 @@ async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = F
                    " (mempalace_session_r@k: all five categories, under 'all5')"
                    + (f", first {sessions} sessions and the questions about them" if sessions else ""),
         "ingest_seconds": round(ingest_s, 1),
+        "embedding_cache": embed_cache is not None,  # cached vectors: ingest_seconds not comparable
         **({"graph": {"extraction": extraction}} if graph else {}),
         "recipes": {
             name: {"by_category": {cat: s.summary() for cat, s in per.items()}, "latency": percentiles(latencies[name])}
@@ -280,6 +294,8 @@ async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = F
     }
     overall = {name: result["recipes"][name]["by_category"]["all"] for name in result["recipes"]}
     metrics = ("turn_all@5", "turn_all@10", "turn_frac@10", "session_all@10")
+    if not {"hybrid", "bm25", "vector"} <= set(overall):
+        return result
     hybrid, bm25, vector = (overall[r] for r in ("hybrid", "bm25", "vector"))
     palace = {name: result["recipes"][name]["by_category"]["all5"]["mempalace_session_r@10"]
               for name in result["recipes"]}
@@ -308,10 +324,15 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, help="only the first N sessions of each (and questions about them)")
     parser.add_argument("--ablations", nargs="*", choices=[k.lstrip("_") for k in ABLATIONS],
                         help="which variants of the default recipe to run too (default: all)")
+    parser.add_argument("--recipes", nargs="+", choices=[str(r) for r in RecipeName],
+                        help="which recipes to measure (default: hybrid, bm25, vector)")
+    parser.add_argument("--embed-cache", type=Path, default=None,
+                        help="keep computed embeddings in this directory (outside the repository) and reuse them")
     parser.add_argument("--name", help="the result's name (default: locomo, or locomo_graph with --graph)")
     args = parser.parse_args()
     result = asyncio.run(run(args.limit_qa, args.database_url, graph=args.graph, only=args.samples,
-                             sessions=args.sessions, ablation_names=args.ablations))
+                             sessions=args.sessions, ablation_names=args.ablations, recipe_names=args.recipes,
+                             embed_cache=args.embed_cache))
     write_result(args.name or ("locomo_graph" if args.graph else "locomo"), result)
 
 

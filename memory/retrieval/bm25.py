@@ -29,6 +29,7 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)$")
 NAME_BOOST = 1.5
 COMMON_FREQ = 0.05
 UNSEEN_FREQ = 0.01  # a word's frequency before any statistics exist
+SESSION_POOL = 500  # the best matching turns the session leg groups by session
 
 
 def websearch_query(query: str) -> str:
@@ -51,7 +52,7 @@ def weighted_words(query: str) -> tuple[list[str], list[float]]:
     return words, boosts
 
 
-_WEIGHTED = """
+_TERMS = """
     WITH st AS (
         SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs
         FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'segments' AND attname = 'text_tsv'
@@ -75,7 +76,9 @@ _WEIGHTED = """
     selecting AS (
         SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS q FROM weighted
         WHERE freq < $4 OR NOT EXISTS (SELECT 1 FROM weighted WHERE freq < $4)
-    )
+    )"""
+
+_WEIGHTED = _TERMS + """
     SELECT s.session_id, s.segment_id, s.speaker, s.text, s.ts,
            (SELECT sum(w.weight) FROM weighted w WHERE s.text_tsv @@ w.q)
              + 0.01 * ts_rank(s.text_tsv, sel.q, 1) AS rank
@@ -83,6 +86,48 @@ _WEIGHTED = """
     WHERE sel.q IS NOT NULL AND s.text_tsv @@ sel.q AND {where}
     ORDER BY rank DESC, s.ts DESC
     LIMIT $5"""
+
+# The same matching turns read twice: ranked as turns (as ``_WEIGHTED``), and the best
+# ``SESSION_POOL`` of them grouped by session, each session ranked by the question's words
+# it holds anywhere in those turns (each distinct word counted once, at its weight; a bit
+# per word, OR-ed over the session) and given by its best turn. The pool keeps the cost of
+# grouping constant however many turns match; only ids and weights are carried, and the
+# text is read for the returned rows alone.
+_WITH_SESSIONS = _TERMS + """,
+    bits AS (
+        SELECT lexeme, q, weight, (row_number() OVER (ORDER BY weight DESC, lexeme) - 1)::int AS bit FROM weighted
+    ),
+    matched AS (
+        SELECT s.session_id, s.segment_id, s.ts, t.turn_weight, t.mask,
+               t.turn_weight + 0.01 * ts_rank(s.text_tsv, sel.q, 1) AS rank
+        FROM segments s CROSS JOIN selecting sel
+        CROSS JOIN LATERAL (
+            SELECT sum(b.weight) AS turn_weight,
+                   bit_or(CASE WHEN b.bit < 63 THEN 1::bigint << b.bit ELSE 0::bigint END) AS mask
+            FROM bits b WHERE s.text_tsv @@ b.q) t
+        WHERE sel.q IS NOT NULL AND s.text_tsv @@ sel.q AND {where}
+    ),
+    pool AS MATERIALIZED (SELECT * FROM matched ORDER BY rank DESC, ts DESC LIMIT {pool}),
+    top_sessions AS (
+        SELECT p.session_id, (SELECT sum(b.weight) FROM bits b
+                              WHERE b.bit < 63 AND p.mask & (1::bigint << b.bit) <> 0) AS coverage
+        FROM (SELECT session_id, bit_or(mask) AS mask FROM pool GROUP BY session_id) p
+        ORDER BY coverage DESC LIMIT $5
+    ),
+    best AS (
+        SELECT DISTINCT ON (m.session_id) m.session_id, m.segment_id, m.ts,
+               t.coverage + 0.01 * m.turn_weight AS rank
+        FROM pool m JOIN top_sessions t ON t.session_id = m.session_id
+        ORDER BY m.session_id, m.turn_weight DESC, m.segment_id
+    ),
+    picked AS (
+        (SELECT false AS by_session, session_id, segment_id, ts, rank FROM pool ORDER BY rank DESC, ts DESC LIMIT $5)
+        UNION ALL
+        (SELECT true, session_id, segment_id, ts, rank FROM best ORDER BY rank DESC, ts DESC LIMIT $5)
+    )
+    SELECT p.by_session, p.session_id, p.segment_id, s.speaker, s.text, p.ts, p.rank
+    FROM picked p JOIN segments s ON s.session_id = p.session_id AND s.segment_id = p.segment_id
+    ORDER BY p.by_session, p.rank DESC, p.ts DESC"""
 
 _WEBSEARCH = """
     SELECT s.session_id, s.segment_id, s.speaker, s.text, s.ts, ts_rank(s.text_tsv, q, 1) AS rank
@@ -103,11 +148,38 @@ async def bm25_leg(pool: asyncpg.Pool, query: str, filters: SearchFilters, limit
         where, params = filters.sql(6)
         rows = await pool.fetch(_WEIGHTED.format(where=where), words, boosts, UNSEEN_FREQ, COMMON_FREQ, limit,
                                 *params)
+    return _hits(rows, Leg.BM25)
+
+
+async def keyword_legs(pool: asyncpg.Pool, query: str, filters: SearchFilters,
+                       limit: int) -> tuple[list[MemoryHit], list[MemoryHit]]:
+    """The keyword leg and the session leg from one query: the turns best first (as
+    :func:`bm25_leg`), and sessions found by what they are about, one turn each.
+
+    A session is ranked by the question's words anywhere in it (its turns read as one
+    document, each word counted once at its weight) and given by its best turn. A question
+    whose answer is spread over several conversations ("where has she camped?") reaches
+    each of them, and a session whose turns share out the question's words is found
+    although no single turn holds them all. Websearch syntax has no session form: such a
+    query finds turns only."""
+    if _OPERATOR.search(query):
+        return await bm25_leg(pool, query, filters, limit), []
+    words, boosts = weighted_words(query)
+    if not words:
+        return [], []
+    where, params = filters.sql(6)
+    sql = _WITH_SESSIONS.format(where=where, pool=max(SESSION_POOL, limit))
+    rows = await pool.fetch(sql, words, boosts, UNSEEN_FREQ, COMMON_FREQ, limit, *params)
+    return (_hits([r for r in rows if not r["by_session"]], Leg.BM25),
+            _hits([r for r in rows if r["by_session"]], Leg.SESSION))
+
+
+def _hits(rows, leg: Leg) -> list[MemoryHit]:
     return [
         MemoryHit(
             kind="segment", id=f"{r['session_id']}/{r['segment_id']}", text=r["text"], speaker=r["speaker"],
             timestamp=r["ts"], session_id=r["session_id"], score=float(r["rank"]),
-            legs={Leg.BM25: LegScore(rank=i, score=float(r["rank"]))},
+            legs={leg: LegScore(rank=i, score=float(r["rank"]))},
         )
         for i, r in enumerate(rows, start=1)
     ]

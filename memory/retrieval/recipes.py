@@ -34,6 +34,21 @@ class DecayConfig:
 class MMRConfig:
     lambda_: float = 0.7
     pool: int = 20
+    # How similar two hits from the same session count as, whatever their words: a second
+    # hit from a session already chosen must be that much more relevant to be picked, so
+    # a question whose answer is spread over several conversations sees more of them.
+    same_session: float = 0.0
+
+
+@dataclass(frozen=True)
+class ContextConfig:
+    """Context around a hit (no extra model call): the turn just before and just after
+    each of the top ``neighbour_hits`` fused hits, in its session, gains ``neighbours``
+    times the hit's score (a question is answered in the next turn, an answer explains
+    the one before)."""
+
+    neighbours: float = 0.3
+    neighbour_hits: int = 20
 
 
 @dataclass(frozen=True)
@@ -47,6 +62,7 @@ class SearchRecipe:
     leg_weights: tuple[tuple[Leg, float], ...] = ()  # a leg not listed weighs 1.0
     time_aware: bool = True  # read dates and relative times in the question (see time_hints)
     window_weight: float = 1.0  # the weight of a leg's rerun inside the question's time window
+    context: ContextConfig | None = None
 
     def with_(self, **changes) -> SearchRecipe:
         return replace(self, **changes)
@@ -67,10 +83,16 @@ class RecipeName(StrEnum):
 # supporting leg, weighed below the two that read every segment.
 GRAPH_WEIGHT = 0.5
 
+# The hybrid recipes also rank whole sessions by what they are about (one turn each, see
+# ``bm25.keyword_legs``), lift the turns next to a strong hit, and count a second hit from
+# an already chosen session as somewhat redundant: a question whose answer is spread over
+# several conversations sees more of them.
+_CONTEXT = {"context": ContextConfig(neighbours=0.3), "mmr": MMRConfig(same_session=0.3)}
+
 RECIPES: dict[RecipeName, SearchRecipe] = {
-    RecipeName.HYBRID: SearchRecipe("hybrid", (Leg.BM25, Leg.VECTOR, Leg.GRAPH),
-                                    leg_weights=((Leg.GRAPH, GRAPH_WEIGHT),)),
-    RecipeName.HYBRID_NO_GRAPH: SearchRecipe("hybrid_no_graph", (Leg.BM25, Leg.VECTOR)),
+    RecipeName.HYBRID: SearchRecipe("hybrid", (Leg.BM25, Leg.VECTOR, Leg.GRAPH, Leg.SESSION),
+                                    leg_weights=((Leg.GRAPH, GRAPH_WEIGHT),), **_CONTEXT),
+    RecipeName.HYBRID_NO_GRAPH: SearchRecipe("hybrid_no_graph", (Leg.BM25, Leg.VECTOR, Leg.SESSION), **_CONTEXT),
     RecipeName.BM25: SearchRecipe("bm25", (Leg.BM25,)),
     RecipeName.VECTOR: SearchRecipe("vector", (Leg.VECTOR,)),
     RecipeName.GRAPH: SearchRecipe("graph", (Leg.GRAPH,)),

@@ -45,7 +45,9 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def mmr(hits: list[MemoryHit], limit: int, config: MMRConfig) -> list[MemoryHit]:
-    """Pick ``limit`` hits from the top ``pool``: lambda * relevance - (1 - lambda) * similarity."""
+    """Pick ``limit`` hits from the top ``pool``: lambda * relevance - (1 - lambda) * similarity,
+    the similarity of two hits being their word overlap, or ``same_session`` for two hits
+    from one session if that is more."""
     pool = hits[: max(config.pool, limit)]
     if not pool:
         return []
@@ -63,5 +65,8 @@ def mmr(hits: list[MemoryHit], limit: int, config: MMRConfig) -> list[MemoryHit]
         rest.remove(best)
         picked = bags[best.id]
         for hit in rest:
-            closest[hit.id] = max(closest[hit.id], jaccard(bags[hit.id], picked))
+            similar = jaccard(bags[hit.id], picked)
+            if config.same_session and hit.session_id and hit.session_id == best.session_id:
+                similar = max(similar, config.same_session)
+            closest[hit.id] = max(closest[hit.id], similar)
     return chosen

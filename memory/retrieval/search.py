@@ -1,4 +1,8 @@
-"""Run a recipe: legs concurrently, weighted RRF, bounded temporal decay, MMR.
+"""Run a recipe: legs concurrently, weighted RRF, the turns next to strong hits, bounded
+temporal decay, MMR (a second hit from one session counts as partly redundant).
+
+The keyword and session legs come from one query when a recipe has both
+(:func:`memory.retrieval.bm25.keyword_legs`).
 
 The question is first read for time (:mod:`memory.retrieval.time_hints`): its time
 phrases are taken out of the searched text, a window it names reruns every leg inside
@@ -19,7 +23,8 @@ from datetime import datetime
 import asyncpg
 
 from memory.events import Zone, stage
-from memory.retrieval.bm25 import bm25_leg
+from memory.retrieval.bm25 import bm25_leg, keyword_legs
+from memory.retrieval.context import add_neighbours
 from memory.retrieval.filters import SearchFilters
 from memory.retrieval.fusion import rrf
 from memory.retrieval.graph_leg import graph_leg
@@ -55,10 +60,30 @@ class _QueryVector:
         return await self._deps.embed_query(self._query)
 
 
+class _Keywords:
+    """The keyword and session legs of one search: when the recipe has both, one query per
+    filter window serves the two (they read the same matching turns)."""
+
+    def __init__(self, deps: SearchDeps, query: str, limit: int, together: bool) -> None:
+        self._deps, self._query, self._limit, self._together = deps, query, limit, together
+        self._runs: dict[SearchFilters, asyncio.Future] = {}
+
+    async def get(self, leg: Leg, filters: SearchFilters) -> list[MemoryHit]:
+        if not self._together:
+            if leg is Leg.BM25:
+                return await bm25_leg(self._deps.pool, self._query, filters, self._limit)
+            return (await keyword_legs(self._deps.pool, self._query, filters, self._limit))[1]
+        if filters not in self._runs:
+            self._runs[filters] = asyncio.ensure_future(
+                keyword_legs(self._deps.pool, self._query, filters, self._limit))
+        turns, sessions = await asyncio.shield(self._runs[filters])
+        return turns if leg is Leg.BM25 else sessions
+
+
 async def _run_leg(leg: Leg, deps: SearchDeps, query: str, filters: SearchFilters, limit: int,
-                   vector: _QueryVector) -> list[MemoryHit]:
-    if leg is Leg.BM25:
-        return await bm25_leg(deps.pool, query, filters, limit)
+                   vector: _QueryVector, keywords: _Keywords) -> list[MemoryHit]:
+    if leg in (Leg.BM25, Leg.SESSION):
+        return await keywords.get(leg, filters)
     if leg is Leg.GRAPH:
         return await graph_leg(deps.pool, query, filters, limit)
     if deps.vectors is None:
@@ -67,11 +92,11 @@ async def _run_leg(leg: Leg, deps: SearchDeps, query: str, filters: SearchFilter
 
 
 async def _timed_leg(leg: Leg, deps: SearchDeps, query: str, filters: SearchFilters, limit: int,
-                     vector: _QueryVector, windowed: bool) -> list[MemoryHit]:
+                     vector: _QueryVector, keywords: _Keywords, windowed: bool) -> list[MemoryHit]:
     """One leg, with its time and number of hits (or its failure) as an event."""
     with stage("memory", f"retrieval.{leg.value}", Zone.RETRIEVAL, announce=False,
                data={"windowed": windowed}) as timed:
-        hits = await _run_leg(leg, deps, query, filters, limit, vector)
+        hits = await _run_leg(leg, deps, query, filters, limit, vector, keywords)
         timed.data["hits"] = len(hits)
     return hits
 
@@ -118,8 +143,10 @@ async def _search(deps: SearchDeps, query: str, recipe: SearchRecipe, filters: S
         windowed = replace(filters, start=hint.start, end=hint.end)
         runs += [(leg, windowed, recipe.weight(leg) * recipe.window_weight) for leg in recipe.legs]
     vector = _QueryVector(deps, hint.query)
+    keywords = _Keywords(deps, hint.query, recipe.leg_limit, {Leg.BM25, Leg.SESSION} <= set(recipe.legs))
     results = await asyncio.gather(
-        *(_timed_leg(leg, deps, hint.query, f, recipe.leg_limit, vector, f is not filters) for leg, f, _ in runs),
+        *(_timed_leg(leg, deps, hint.query, f, recipe.leg_limit, vector, keywords, f is not filters)
+          for leg, f, _ in runs),
         return_exceptions=True,
     )
     ranked = []
@@ -129,6 +156,8 @@ async def _search(deps: SearchDeps, query: str, recipe: SearchRecipe, filters: S
             continue
         ranked.append((leg, result, weight))
     hits = rrf(ranked, recipe.rrf_k)
+    if recipe.context is not None:
+        hits = await add_neighbours(deps.pool, hits, filters, recipe.context)
     if recipe.decay is not None:
         await _mark_evergreen(deps.pool, hits[: max(limit * 4, 40)], recipe.decay.evergreen_types)
         hits = apply_decay(hits, now, recipe.decay, recent=hint.recency)

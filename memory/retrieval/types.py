@@ -11,6 +11,7 @@ class Leg(StrEnum):
     BM25 = "bm25"
     VECTOR = "vector"
     GRAPH = "graph"
+    SESSION = "session"  # sessions by what they are about, one turn each (see bm25.keyword_legs)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,99 @@
+"""Retrieval with context, in the real PostgreSQL and vector index: sessions found by what
+they are about, the turn next to a hit, answers spread over several sessions."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from memory.retrieval.bm25 import keyword_legs
+from memory.retrieval.filters import SearchFilters
+from memory.retrieval.recipes import ContextConfig, MMRConfig, RecipeName
+from memory.retrieval.rerank import mmr
+from memory.retrieval.types import Leg, MemoryHit
+from memory.service import SearchRequest
+from tests.memory.conftest import T0, payload, write
+
+NOW = T0 + timedelta(days=200)
+
+
+async def ingest(memory, sessions: list[tuple[str, object, list[tuple]]]) -> None:
+    for session_id, started, turns in sessions:
+        write(memory.settings.transcripts_dir, payload(session_id, turns, started=started))
+        await memory.ingest_session(session_id)
+    await memory.worker.run_until_idle(120)
+
+
+async def test_a_session_is_found_by_words_spread_over_its_turns(memory, pool):
+    await ingest(memory, [
+        ("trip", NOW - timedelta(days=40), [
+            ("t1", "Me", "We drove up to the lake on Friday morning.", 0, 4),
+            ("t2", "Dana", "The kayak rental there was expensive.", 4, 8),
+            ("t3", "Me", "Still, the water was calm all day.", 8, 12),
+        ]),
+        ("lake", NOW - timedelta(days=20), [
+            ("l1", "Me", "The lake house needs a new roof.", 0, 4),
+            ("l2", "Dana", "Call the roofer about the lake house.", 4, 8),
+        ]),
+        ("sport", NOW - timedelta(days=10), [("s1", "Me", "Leo wants a kayak for his birthday.", 0, 4)]),
+    ])
+    filters = SearchFilters(memory.settings.user_id)
+    turns, sessions = await keyword_legs(pool, "kayak on the lake", filters, 10)
+    # no single turn holds both words; the session that has both, over two turns, comes first
+    assert sessions[0].session_id == "trip" and Leg.SESSION in sessions[0].legs
+    assert sorted(h.session_id for h in sessions) == ["lake", "sport", "trip"]  # one turn per session
+    assert {h.id for h in turns} == {"trip/t1", "trip/t2", "lake/l1", "lake/l2", "sport/s1"}
+    # websearch syntax keeps its meaning for turns and has no session form
+    typed, none = await keyword_legs(pool, '"lake house"', filters, 10)
+    assert {h.id for h in typed} == {"lake/l1", "lake/l2"} and none == []
+
+
+async def test_the_turn_after_a_question_comes_with_it(memory):
+    turns = [
+        ("q1", "Caroline", "Which novels have you finished reading this year?", 0, 4),
+        ("a1", "Melanie", "Charlotte's Web, and I loved every page of it.", 4, 8),
+        ("x1", "Caroline", "My sister is visiting next week.", 8, 12),
+    ]
+    await ingest(memory, [("chat", NOW - timedelta(days=30), turns)])
+    query = "novels finished reading"
+    recipe = memory.recipes[RecipeName.BM25]
+    plain = await memory.search(SearchRequest(query=query, now=NOW, recipe=RecipeName.BM25))
+    assert [h.id for h in plain] == ["chat/q1"]  # the answer shares no word with the question
+    memory.recipes[RecipeName.BM25] = recipe.with_(context=ContextConfig(neighbours=0.3))
+    around = await memory.search(SearchRequest(query=query, now=NOW, recipe=RecipeName.BM25))
+    assert [h.id for h in around] == ["chat/q1", "chat/a1", "chat/x1"][:len(around)]
+    assert [h.id for h in around[:2]] == ["chat/q1", "chat/a1"] and around[1].score < around[0].score
+    # a neighbour outside the caller's filter stays out
+    melanie_only = await memory.search(SearchRequest(query=query, now=NOW, recipe=RecipeName.BM25, speaker="Caroline"))
+    assert "chat/a1" not in {h.id for h in melanie_only}
+
+
+async def test_an_answer_spread_over_sessions_reaches_each_of_them(memory):
+    camping = [(f"f{i}", "Melanie", text, i * 4, i * 4 + 3) for i, text in enumerate([
+        "We went camping in the forest with the kids last weekend.",
+        "Camping in the forest was great, we set up the tent by the river.",
+        "The kids loved camping, they collected pine cones all day.",
+        "Next time we go camping I will bring a better tent.",
+    ])]
+    await ingest(memory, [
+        ("forest", NOW - timedelta(days=90), camping),
+        ("beach", NOW - timedelta(days=60), [
+            ("b1", "Caroline", "How was your weekend?", 0, 4),
+            ("b2", "Melanie", "We camped on the beach and watched the sunset.", 4, 8),
+        ]),
+        ("hills", NOW - timedelta(days=30), [
+            ("h1", "Melanie", "We camped up in the mountains, the stars were amazing.", 0, 4),
+            ("h2", "Caroline", "I started a new painting class.", 4, 8),
+        ]),
+    ])
+    hits = await memory.search(SearchRequest(query="Where has Melanie camped?", now=NOW, limit=4))
+    assert {h.session_id for h in hits} == {"forest", "beach", "hills"}
+
+
+def test_a_second_hit_from_a_chosen_session_counts_as_redundant():
+    def hit(hid: str, session: str, score: float, text: str) -> MemoryHit:
+        return MemoryHit("segment", hid, text, "Me", NOW, session_id=session, score=score)
+
+    hits = [hit("a1", "A", 1.0, "pottery class on monday"), hit("a2", "A", 0.95, "we painted bowls together"),
+            hit("b1", "B", 0.9, "swimming with the kids")]
+    assert [h.id for h in mmr(hits, 2, MMRConfig(same_session=0.3))] == ["a1", "b1"]
+    assert [h.id for h in mmr(hits, 2, MMRConfig())] == ["a1", "a2"]
