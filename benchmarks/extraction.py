@@ -20,7 +20,13 @@ Daily summaries: the conversations, taken a few at a time as the sessions of one
 summarised by the production path (:func:`memory.daily.summarise`); the result counts the
 summaries with a repeated sentence as the model wrote them and as they are served.
 
+With ``--save-replies`` the model's replies are kept (:mod:`benchmarks.replies`) next to the
+result; ``--replay`` scores the current post-processing on those replies without the model
+(seconds instead of tens of minutes; a changed prompt needs a live run) and writes
+``extraction_replay.json``, compared with the recorded run's own scores.
+
     python -m benchmarks.extraction [--limit N] [--no-summaries] [--llm-url URL --llm-model NAME]
+                                    [--save-replies | --replay]
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from benchmarks.common import RESULTS, percentiles, write_result
+from benchmarks.replies import Recorder, Replayer
 from memory.daily import day_transcript, summarise
 from memory.extraction.job import extract_lines
 from memory.extraction.postprocess import Entity, FactItem
@@ -45,6 +52,7 @@ from models.text_guard import sentences
 
 DATA = Path(__file__).parent / "data" / "extraction" / "conversations.json"
 PARTIAL = Path(__file__).parent / "results" / "extraction.partial.json"  # progress of a run, removed at its end
+REPLIES = Path(__file__).parent / "results" / "extraction.replies.json"  # the model's replies of a saved run
 SCORED = ("person", "place", "event", "promise", "decision", "topic", "emotion")
 NAMED = ("person", "place")
 REFERENCE = {"overall": 0.645, "person": 0.87, "topic": 0.30}  # published 2B local model, similar task
@@ -194,6 +202,11 @@ def previous(path: Path) -> dict | None:
     old = json.loads(path.read_text())
     if "before" in old:
         return old["before"]
+    return previous_scores(old)
+
+
+def previous_scores(old: dict) -> dict:
+    """A result's own scores, in the shape of a ``before`` block."""
     return {"when": old.get("when"), "backend": old.get("backend"), "conversations": old.get("conversations"),
             "ids": sorted(old.get("predictions", {})),
             "per_type_f1": {t: v["f1"] for t, v in old["all"]["per_type"].items()},
@@ -221,6 +234,35 @@ async def run(client: LLMClient, conversations: list[dict], partial: Path | None
     return {**summary(rows, latencies, failures), "_rows": rows}
 
 
+async def scored(client: LLMClient, conversations: list[dict], with_summaries: bool,
+                 partial: Path | None = None) -> dict:
+    """Extraction scores, and the daily summaries' check unless skipped."""
+    result = await run(client, conversations, partial)
+    if with_summaries:
+        try:
+            result["daily_summaries"] = await summaries(client, conversations)
+        except Exception as exc:  # noqa: BLE001 - the extraction scores are still written
+            result["daily_summaries"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    return result
+
+
+async def replay(conversations: list[dict], with_summaries: bool) -> None:
+    """Score the current post-processing on the saved replies; the recorded run's scores are ``before``."""
+    if not REPLIES.exists():
+        raise SystemExit(f"no saved replies: run with --save-replies first ({REPLIES.name})")
+    replayer = Replayer(REPLIES)
+    result = await scored(replayer, conversations, with_summaries)
+    recorded = RESULTS / "extraction.json"
+    before = None
+    if recorded.exists() and json.loads(recorded.read_text()).get("replies_saved") == replayer.about.get("when"):
+        before = previous_scores(json.loads(recorded.read_text()))  # the run that saved the replies
+    result.pop("_rows", None)
+    result.pop("latency_per_session", None)  # no model ran: nothing to time
+    write_result("extraction_replay", {"backend": f"replay of saved replies ({replayer.about.get('backend')}, "
+                                                  f"{replayer.about.get('when')})", **result,
+                                       **({"before": before} if before else {})})
+
+
 async def wait_ready(client: LLMClient, timeout_s: float = 300.0) -> None:
     """Wait until the endpoint serves completions (a server may still be loading its model)."""
     deadline = time.monotonic() + timeout_s
@@ -241,10 +283,17 @@ async def main() -> None:
     parser.add_argument("--llm-url", help="an OpenAI-compatible endpoint (default: start the managed llama-server)")
     parser.add_argument("--llm-model", default="local")
     parser.add_argument("--no-summaries", action="store_true", help="skip the daily summaries' repetition check")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--save-replies", action="store_true", help=f"keep the model's replies in {REPLIES.name}")
+    mode.add_argument("--replay", action="store_true",
+                      help=f"score the post-processing on the replies saved in {REPLIES.name}, without the model")
     args = parser.parse_args()
     conversations = json.loads(DATA.read_text())["conversations"]
     if args.limit:
         conversations = conversations[: args.limit]
+    if args.replay:
+        await replay(conversations, not args.no_summaries)
+        return
     runtime = None
     if args.llm_url:
         client = LLMClient(args.llm_url, args.llm_model, timeout=900)
@@ -260,14 +309,14 @@ async def main() -> None:
                            native_penalties=runtime.client.native_penalties)
         backend = f"managed llama-server ({client.model})"
     before = previous(RESULTS / "extraction.json")
+    recorder = Recorder(client) if args.save_replies else None
     try:
         await wait_ready(client)
-        result = await run(client, conversations, PARTIAL)
-        if not args.no_summaries:
-            try:
-                result["daily_summaries"] = await summaries(client, conversations)
-            except Exception as exc:  # noqa: BLE001 - the extraction scores are still written
-                result["daily_summaries"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+        result = await scored(recorder or client, conversations, not args.no_summaries, PARTIAL)
+        if recorder is not None:
+            result["replies_saved"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            recorder.save(REPLIES, {"backend": backend, "when": result["replies_saved"],
+                                    "conversations": len(conversations)})
     finally:
         if runtime is not None:
             await client.close()
