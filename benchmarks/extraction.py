@@ -41,7 +41,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from benchmarks.common import RESULTS, percentiles, write_result
-from benchmarks.replies import Recorder, Replayer
+from benchmarks.replies import NotRecorded, Recorder, Replayer
 from memory.daily import day_transcript, summarise
 from memory.extraction.job import extract_lines
 from memory.extraction.postprocess import Entity, FactItem
@@ -220,6 +220,8 @@ async def run(client: LLMClient, conversations: list[dict], partial: Path | None
         started = time.perf_counter()
         try:
             entities, facts, _ = await extract_lines(client, lines_of(conv))
+        except NotRecorded:
+            continue  # a replay of a run that stopped before this conversation
         except Exception as exc:  # noqa: BLE001 - a failed session scores as nothing found
             failures.append({"id": conv["id"], "error": f"{type(exc).__name__}: {exc}"[:300]})
             entities, facts = [], []
@@ -309,14 +311,14 @@ async def main() -> None:
                            native_penalties=runtime.client.native_penalties)
         backend = f"managed llama-server ({client.model})"
     before = previous(RESULTS / "extraction.json")
-    recorder = Recorder(client) if args.save_replies else None
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    recorder = Recorder(client, REPLIES, {"backend": backend, "when": started}) if args.save_replies else None
     try:
         await wait_ready(client)
         result = await scored(recorder or client, conversations, not args.no_summaries, PARTIAL)
         if recorder is not None:
-            result["replies_saved"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-            recorder.save(REPLIES, {"backend": backend, "when": result["replies_saved"],
-                                    "conversations": len(conversations)})
+            result["replies_saved"] = started
+            recorder.save(REPLIES, {**recorder.about, "conversations": len(conversations)})
     finally:
         if runtime is not None:
             await client.close()

@@ -34,16 +34,23 @@ def request_key(kind: str, messages: list[dict[str, Any]], options: dict[str, An
 class Recorder:
     """An LLM client that passes requests on and keeps the replies."""
 
-    def __init__(self, client: LLMClient) -> None:
+    def __init__(self, client: LLMClient, path: Path | None = None, about: dict[str, Any] | None = None) -> None:
         self.client = client
         self.replies: dict[str, dict[str, Any]] = {}
+        self.path, self.about = path, dict(about or {})
+
+    def _keep(self, key: str, reply: dict[str, Any]) -> None:
+        """Keep a reply; with a path, the file is rewritten at once (a run cut short keeps what it got)."""
+        self.replies[key] = reply
+        if self.path is not None:
+            self.save(self.path, self.about)
 
     def __getattr__(self, name: str) -> Any:  # cloud, base_url, model ...: the wrapped client's
         return getattr(self.client, name)
 
     async def chat(self, messages: list[dict[str, Any]], **options: Any) -> str:
         text = await self.client.chat(messages, **options)
-        self.replies[request_key("chat", messages, options)] = {"text": text}
+        self._keep(request_key("chat", messages, options), {"text": text})
         return text
 
     async def chat_json(self, messages: list[dict[str, Any]], schema: dict[str, Any], **options: Any) -> Any:
@@ -51,13 +58,15 @@ class Recorder:
         try:
             value = await self.client.chat_json(messages, schema, **options)
         except LLMOutputError as exc:
-            self.replies[key] = {"invalid": str(exc)[:300]}
+            self._keep(key, {"invalid": str(exc)[:300]})
             raise
-        self.replies[key] = {"json": value}
+        self._keep(key, {"json": value})
         return value
 
     def save(self, path: Path, about: dict[str, Any]) -> None:
-        path.write_text(json.dumps({**about, "replies": self.replies}, indent=1, sort_keys=True) + "\n")
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({**about, "replies": self.replies}, indent=1, sort_keys=True) + "\n")
+        tmp.replace(path)
 
 
 class Replayer:
