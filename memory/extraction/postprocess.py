@@ -216,6 +216,8 @@ def _type_checked(entity_type: EntityType, name: str, lines: list[Line], places:
         return None  # "Friday 2026-02-20"
     if entity_type is EntityType.TOPIC and (entity_type := topics.retyped(name, lines)) is None:
         return None  # "fun", "tutoring" never said (see :mod:`memory.extraction.topics`)
+    if entity_type is EntityType.TOPIC and cased:
+        name = topics.completed(name, lines)  # "Nike running shoes"
     if entity_type is EntityType.EMOTION and not _felt(name, lines):
         return None  # "amazing", "reminder", "thankful" for a "thanks"
     return entity_type, name

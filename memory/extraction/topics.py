@@ -13,6 +13,8 @@ of what it extracted otherwise, occasions, roles and judgements; general rules:
 - a name only ever said after a word of travel or living is a place ("trip to Mexico City");
 - a description of a name is part of that name ("a design studio called Atelier Norte",
   "University of Toronto");
+- a topic's name is completed by the name said right before it, in a transcript with
+  capitals ("running shoes" in "my Nike running shoes" is "Nike running shoes");
 - a topic that only repeats part of another item of the same chunk (the dog of "we decided
   to adopt a dog", the school of "I'll pick up the kids from school") belongs to that item,
   unless the conversation comes back to it in another segment.
@@ -111,6 +113,24 @@ def describes_a_name(name: str, names: list[str], lines: list[Line]) -> bool:
             continue
         return False
     return True
+
+
+def completed(name: str, lines: list[Line]) -> str:
+    """``name`` with the capitalised words (at most two) said right before its first mention in
+    lower case, unless they are capitalised only because they open a sentence ("Nike running shoes")."""
+    for text, start, end in checks.occurrences(name, lines):
+        if not text[start].islower():
+            continue
+        before = text[:start].split()
+        taken: list[str] = []
+        while before and len(taken) < 2:
+            word = before[-1]
+            opens = len(before) == 1 or before[-2].endswith((".", "!", "?", ":"))
+            if not word[:1].isupper() or word == "I" or word.endswith(("'s", "’s", ",")) or opens:
+                break
+            taken.insert(0, before.pop())
+        return " ".join([*taken, text[start:end]]) if taken else name
+    return name
 
 
 def mentioned_in(name: str, lines: list[Line]) -> int:

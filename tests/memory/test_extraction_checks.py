@@ -8,6 +8,7 @@ now" and the owner's lines are labelled ``user``.
 
 from __future__ import annotations
 
+from memory.extraction import topics
 from memory.extraction.commitments import commitments, decisions
 from memory.extraction.feelings import feeling_of, stated_feelings
 from memory.extraction.postprocess import clean_entities, clean_facts, is_non_entity
@@ -235,3 +236,12 @@ def test_an_emotion_is_a_feeling_the_words_say():
                             raw("emotion", "reminder", "this week")], lines)
     assert kinds(found) == {("emotion", "anxious")}
     assert feeling_of("anxiety") == "anxious" and feeling_of("bold") is None
+
+
+def test_a_topic_is_named_with_the_brand_said_before_it():
+    lines = [Line("s1", "Tom", "I just bought a Garmin watch for my runs.", T0),
+             Line("s2", "Me", "Watch prices are crazy. Do you like Kindle books?", T0)]
+    found = clean_entities([raw("topic", "watch", "a Garmin watch"), raw("topic", "Kindle books", "Kindle books")],
+                           lines)
+    assert kinds(found) == {("topic", "Garmin watch"), ("topic", "Kindle books")}
+    assert topics.completed("prices", lines) == "prices"  # "Watch" only opens its sentence
