@@ -17,7 +17,8 @@ emotion must be a feeling the words say (:mod:`memory.extraction.feelings`).
 Duplicates by (type, case-folded name) keep the highest confidence. Named speakers are
 people of the conversation. Fact endpoints are resolved to entities; "I" becomes the
 speaker; a fact needs endpoints of the right types and, for where someone lives, works
-or studies, words that say so; "my sister Priya" is a fact whatever the model made of it.
+or studies, words that say so; "my sister Priya" and "I started at Google" are facts
+whatever the model made of them.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from memory.extraction.prompt import (
     Sensitivity,
 )
 from memory.extraction.relations import SYMMETRIC, kin_mentions, kin_people, pair_key
+from memory.extraction.whereabouts import said_whereabouts
 from memory.names import normalize_name
 
 NAME_MIN, NAME_MAX = 2, 200
@@ -77,6 +79,7 @@ _GENERIC_SPEAKER = re.compile(r"\d|speaker|unknown|someone|guest")
 SPEAKER_CONFIDENCE = 0.9
 KIN_CONFIDENCE = 0.9  # "my sister Priya": read from the words
 FEELING_CONFIDENCE = 0.7  # "I'm so anxious": read from the words
+WORDS_CONFIDENCE = 0.8  # "I started at Google": read from the words
 
 NAMED_TYPES = (EntityType.PERSON, EntityType.PLACE)
 WORDED_TYPES = (EntityType.PERSON, EntityType.PLACE, EntityType.TOPIC)  # an emotion: see _felt
@@ -344,13 +347,34 @@ def kinship_facts(lines: list[Line], entities: list[Entity]) -> list[FactItem]:
     return out
 
 
+def place_facts(lines: list[Line], entities: list[Entity]) -> list[FactItem]:
+    """"I started at Google": where someone lives, works, studies, read from the words (see
+    :mod:`memory.extraction.whereabouts`)."""
+    people = [e.name for e in entities if e.type is EntityType.PERSON]
+    places = [e.name for e in entities if e.type is EntityType.PLACE]
+    out: list[FactItem] = []
+    for line, said in said_whereabouts(lines, people, places):
+        subject = said.subject or speaker_name(line.speaker)
+        if normalize_name(subject) != normalize_name(said.place):
+            shown = OWNER_SHOWN if subject == OWNER_NAME else subject
+            out.append(FactItem(subject, EntityType.PERSON, said.predicate, said.place, EntityType.PLACE,
+                                f"{shown} {said.predicate.replace('_', ' ')} {said.place}", WORDS_CONFIDENCE,
+                                line.segment_id))
+    return out
+
+
 def clean_facts(raw: list[dict], lines: list[Line], entities: list[Entity]) -> list[FactItem]:
     """Resolve and ground one chunk's facts; drop the ones that cannot be."""
     known = {normalize_name(e.name): e for e in entities if e.type in (EntityType.PERSON, EntityType.PLACE,
                                                                       EntityType.TOPIC, EntityType.EVENT)}
-    out: list[FactItem] = kinship_facts(lines, entities)
-    seen = {(normalize_name(f.subject), f.predicate, normalize_name(f.object)) for f in out}
-    pairs = {pair_key(f.subject, f.object) for f in out}
+    out: list[FactItem] = []
+    seen: set[tuple[str, str, str]] = set()
+    pairs: set[frozenset[str]] = set()
+    for item in kinship_facts(lines, entities) + place_facts(lines, entities):
+        if pair_key(item.subject, item.object) not in pairs:  # one fact per pair
+            out.append(item)
+            seen.add((normalize_name(item.subject), item.predicate, normalize_name(item.object)))
+            pairs.add(pair_key(item.subject, item.object))
     chunk_words = set().union(*(content_words(line.text) for line in lines))
     for item in raw:
         try:

@@ -245,3 +245,17 @@ def test_a_topic_is_named_with_the_brand_said_before_it():
                            lines)
     assert kinds(found) == {("topic", "Garmin watch"), ("topic", "Kindle books")}
     assert topics.completed("prices", lines) == "prices"  # "Watch" only opens its sentence
+
+
+def test_where_people_live_work_and_study_is_read_from_the_words():
+    lines = [Line("s1", "Noor", "I joined Siemens in March. My cousin Omid is moving to Graz.", T0),
+             Line("s2", "Me", "nice, omid told me hes studying at tu graz now", T0),
+             Line("s3", "Me", "My brother lives in Vienna.", T0)]
+    found = clean_entities([raw("person", "Omid", "My cousin Omid"), raw("place", "Siemens", "joined Siemens"),
+                            raw("place", "Graz", "moving to Graz"), raw("place", "TU Graz", "studying at tu graz"),
+                            raw("place", "Vienna", "lives in Vienna")], lines)
+    facts = {(f.subject, f.predicate, f.object) for f in clean_facts([], lines, found)}
+    assert ("Noor", "works_at", "Siemens") in facts  # "I joined": the speaker
+    assert ("Omid", "lives_in", "Graz") in facts  # the nearest person before the words
+    assert ("Omid", "studies_at", "TU Graz") in facts  # "hes": the person named before it
+    assert not [f for f in facts if f[2] == "Vienna"]  # "my brother": nobody named
