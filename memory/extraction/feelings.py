@@ -21,6 +21,8 @@ FEELINGS = frozenset({
     "glad", "grateful", "guilty", "happy", "heartbroken", "hopeful", "hurt", "jealous", "lonely", "miserable",
     "nervous", "overwhelmed", "proud", "relieved", "sad", "scared", "stressed", "terrified", "thankful", "thrilled",
     "tired", "upset", "worried", "homesick", "optimistic", "impatient", "insecure", "restless", "peaceful",
+    "ecstatic", "elated", "delighted", "surprised", "shocked", "disgusted", "irritated", "bummed", "gutted",
+    "stoked", "panicked", "uneasy", "hopeless", "helpless", "drained", "envious", "resentful",
 })
 # A feeling's nouns and verbs ("anxiety", "worry"): said, they say that feeling.
 FORMS: dict[str, tuple[str, ...]] = {

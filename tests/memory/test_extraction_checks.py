@@ -236,6 +236,9 @@ def test_an_emotion_is_a_feeling_the_words_say():
                             raw("emotion", "reminder", "this week")], lines)
     assert kinds(found) == {("emotion", "anxious")}
     assert feeling_of("anxiety") == "anxious" and feeling_of("bold") is None
+    said = [Line("s1", "Me", "honestly the stress at work is a lot, im gutted about the promotion", T0)]
+    found = clean_entities([raw("emotion", "stressed", "the stress"), raw("emotion", "overwhelmed", "a lot")], said)
+    assert kinds(found) == {("emotion", "stressed"), ("emotion", "gutted")}  # "overwhelmed" is not said
 
 
 def test_a_topic_is_named_with_the_brand_said_before_it():
