@@ -45,7 +45,7 @@ from benchmarks.replies import NotRecorded, Recorder, Replayer
 from memory.daily import day_transcript, summarise
 from memory.extraction.job import extract_lines
 from memory.extraction.postprocess import Entity, FactItem
-from memory.extraction.prompt import Line
+from memory.extraction.prompt import PREDICATES, EntityType, Line, Sensitivity
 from memory.names import normalize_name
 from models.llm_client import LLMClient
 from models.text_guard import sentences
@@ -256,13 +256,35 @@ async def replay(conversations: list[dict], with_summaries: bool) -> None:
     result = await scored(replayer, conversations, with_summaries)
     recorded = RESULTS / "extraction.json"
     before = None
-    if recorded.exists() and json.loads(recorded.read_text()).get("replies_saved") == replayer.about.get("when"):
-        before = previous_scores(json.loads(recorded.read_text()))  # the run that saved the replies
+    if recorded.exists():
+        last = json.loads(recorded.read_text())
+        if last.get("replies_saved") == replayer.about.get("when"):
+            before = previous_scores(last)  # the run that saved the replies
+        else:  # the last full run's output for the same conversations, scored again
+            ids = [r[0]["id"] for r in result["_rows"]]
+            before = {"what": "the last full run's predictions for the replayed conversations", "when": last.get("when"),
+                      "ids": ids, **table([score_conversation(conv, *saved_predictions(last["predictions"][conv["id"]]))
+                                           for conv in conversations if conv["id"] in ids
+                                           and conv["id"] in last.get("predictions", {})])}
     result.pop("_rows", None)
     result.pop("latency_per_session", None)  # no model ran: nothing to time
     write_result("extraction_replay", {"backend": f"replay of saved replies ({replayer.about.get('backend')}, "
                                                   f"{replayer.about.get('when')})", **result,
                                        **({"before": before} if before else {})})
+
+
+def saved_predictions(saved: dict) -> tuple[list[Entity], list[FactItem]]:
+    """A result file's predictions ("type:name", "subject predicate object") as items to score."""
+    entities = [Entity(EntityType(kind), name, 1.0, Sensitivity.OPEN, "", "")
+                for kind, name in (item.split(":", 1) for item in saved["entities"])]
+    facts = []
+    for text in saved["facts"]:
+        words = text.split()
+        at = next((i for i, w in enumerate(words) if w in PREDICATES), None)
+        if at is not None:
+            facts.append(FactItem(" ".join(words[:at]), EntityType.PERSON, words[at], " ".join(words[at + 1:]),
+                                  EntityType.PLACE, text, 1.0, ""))
+    return entities, facts
 
 
 async def wait_ready(client: LLMClient, timeout_s: float = 300.0) -> None:
