@@ -20,7 +20,13 @@ Daily summaries: the conversations, taken a few at a time as the sessions of one
 summarised by the production path (:func:`memory.daily.summarise`); the result counts the
 summaries with a repeated sentence as the model wrote them and as they are served.
 
+With ``--save-replies`` the model's replies are kept (:mod:`benchmarks.replies`) next to the
+result; ``--replay`` scores the current post-processing on those replies without the model
+(seconds instead of tens of minutes; a changed prompt needs a live run) and writes
+``extraction_replay.json``, compared with the recorded run's own scores.
+
     python -m benchmarks.extraction [--limit N] [--no-summaries] [--llm-url URL --llm-model NAME]
+                                    [--save-replies | --replay]
 """
 
 from __future__ import annotations
@@ -35,16 +41,18 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from benchmarks.common import RESULTS, percentiles, write_result
+from benchmarks.replies import NotRecorded, Recorder, Replayer
 from memory.daily import day_transcript, summarise
 from memory.extraction.job import extract_lines
 from memory.extraction.postprocess import Entity, FactItem
-from memory.extraction.prompt import Line
+from memory.extraction.prompt import PREDICATES, EntityType, Line, Sensitivity
 from memory.names import normalize_name
 from models.llm_client import LLMClient
 from models.text_guard import sentences
 
 DATA = Path(__file__).parent / "data" / "extraction" / "conversations.json"
 PARTIAL = Path(__file__).parent / "results" / "extraction.partial.json"  # progress of a run, removed at its end
+REPLIES = Path(__file__).parent / "results" / "extraction.replies.json"  # the model's replies of a saved run
 SCORED = ("person", "place", "event", "promise", "decision", "topic", "emotion")
 NAMED = ("person", "place")
 REFERENCE = {"overall": 0.645, "person": 0.87, "topic": 0.30}  # published 2B local model, similar task
@@ -194,6 +202,11 @@ def previous(path: Path) -> dict | None:
     old = json.loads(path.read_text())
     if "before" in old:
         return old["before"]
+    return previous_scores(old)
+
+
+def previous_scores(old: dict) -> dict:
+    """A result's own scores, in the shape of a ``before`` block."""
     return {"when": old.get("when"), "backend": old.get("backend"), "conversations": old.get("conversations"),
             "ids": sorted(old.get("predictions", {})),
             "per_type_f1": {t: v["f1"] for t, v in old["all"]["per_type"].items()},
@@ -207,6 +220,8 @@ async def run(client: LLMClient, conversations: list[dict], partial: Path | None
         started = time.perf_counter()
         try:
             entities, facts, _ = await extract_lines(client, lines_of(conv))
+        except NotRecorded:
+            continue  # a replay of a run that stopped before this conversation
         except Exception as exc:  # noqa: BLE001 - a failed session scores as nothing found
             failures.append({"id": conv["id"], "error": f"{type(exc).__name__}: {exc}"[:300]})
             entities, facts = [], []
@@ -219,6 +234,57 @@ async def run(client: LLMClient, conversations: list[dict], partial: Path | None
         if partial is not None:
             partial.write_text(json.dumps({"partial": True, **summary(rows, latencies, failures)}, indent=2) + "\n")
     return {**summary(rows, latencies, failures), "_rows": rows}
+
+
+async def scored(client: LLMClient, conversations: list[dict], with_summaries: bool,
+                 partial: Path | None = None) -> dict:
+    """Extraction scores, and the daily summaries' check unless skipped."""
+    result = await run(client, conversations, partial)
+    if with_summaries:
+        try:
+            result["daily_summaries"] = await summaries(client, conversations)
+        except Exception as exc:  # noqa: BLE001 - the extraction scores are still written
+            result["daily_summaries"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    return result
+
+
+async def replay(conversations: list[dict], with_summaries: bool) -> None:
+    """Score the current post-processing on the saved replies; the recorded run's scores are ``before``."""
+    if not REPLIES.exists():
+        raise SystemExit(f"no saved replies: run with --save-replies first ({REPLIES.name})")
+    replayer = Replayer(REPLIES)
+    result = await scored(replayer, conversations, with_summaries)
+    recorded = RESULTS / "extraction.json"
+    before = None
+    if recorded.exists():
+        last = json.loads(recorded.read_text())
+        if last.get("replies_saved") == replayer.about.get("when"):
+            before = previous_scores(last)  # the run that saved the replies
+        else:  # the last full run's output for the same conversations, scored again
+            ids = [r[0]["id"] for r in result["_rows"]]
+            before = {"what": "the last full run's predictions for the replayed conversations", "when": last.get("when"),
+                      "ids": ids, **table([score_conversation(conv, *saved_predictions(last["predictions"][conv["id"]]))
+                                           for conv in conversations if conv["id"] in ids
+                                           and conv["id"] in last.get("predictions", {})])}
+    result.pop("_rows", None)
+    result.pop("latency_per_session", None)  # no model ran: nothing to time
+    write_result("extraction_replay", {"backend": f"replay of saved replies ({replayer.about.get('backend')}, "
+                                                  f"{replayer.about.get('when')})", **result,
+                                       **({"before": before} if before else {})})
+
+
+def saved_predictions(saved: dict) -> tuple[list[Entity], list[FactItem]]:
+    """A result file's predictions ("type:name", "subject predicate object") as items to score."""
+    entities = [Entity(EntityType(kind), name, 1.0, Sensitivity.OPEN, "", "")
+                for kind, name in (item.split(":", 1) for item in saved["entities"])]
+    facts = []
+    for text in saved["facts"]:
+        words = text.split()
+        at = next((i for i, w in enumerate(words) if w in PREDICATES), None)
+        if at is not None:
+            facts.append(FactItem(" ".join(words[:at]), EntityType.PERSON, words[at], " ".join(words[at + 1:]),
+                                  EntityType.PLACE, text, 1.0, ""))
+    return entities, facts
 
 
 async def wait_ready(client: LLMClient, timeout_s: float = 300.0) -> None:
@@ -241,10 +307,17 @@ async def main() -> None:
     parser.add_argument("--llm-url", help="an OpenAI-compatible endpoint (default: start the managed llama-server)")
     parser.add_argument("--llm-model", default="local")
     parser.add_argument("--no-summaries", action="store_true", help="skip the daily summaries' repetition check")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--save-replies", action="store_true", help=f"keep the model's replies in {REPLIES.name}")
+    mode.add_argument("--replay", action="store_true",
+                      help=f"score the post-processing on the replies saved in {REPLIES.name}, without the model")
     args = parser.parse_args()
     conversations = json.loads(DATA.read_text())["conversations"]
     if args.limit:
         conversations = conversations[: args.limit]
+    if args.replay:
+        await replay(conversations, not args.no_summaries)
+        return
     runtime = None
     if args.llm_url:
         client = LLMClient(args.llm_url, args.llm_model, timeout=900)
@@ -260,14 +333,14 @@ async def main() -> None:
                            native_penalties=runtime.client.native_penalties)
         backend = f"managed llama-server ({client.model})"
     before = previous(RESULTS / "extraction.json")
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    recorder = Recorder(client, REPLIES, {"backend": backend, "when": started}) if args.save_replies else None
     try:
         await wait_ready(client)
-        result = await run(client, conversations, PARTIAL)
-        if not args.no_summaries:
-            try:
-                result["daily_summaries"] = await summaries(client, conversations)
-            except Exception as exc:  # noqa: BLE001 - the extraction scores are still written
-                result["daily_summaries"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+        result = await scored(recorder or client, conversations, not args.no_summaries, PARTIAL)
+        if recorder is not None:
+            result["replies_saved"] = started
+            recorder.save(REPLIES, {**recorder.about, "conversations": len(conversations)})
     finally:
         if runtime is not None:
             await client.close()

@@ -74,7 +74,7 @@ def home_owner(name: str, people: set[str]) -> str | None:
     return owner
 
 
-def _occurrences(name: str, lines: list[Line]) -> list[tuple[str, int, int]]:
+def occurrences(name: str, lines: list[Line]) -> list[tuple[str, int, int]]:
     """(text, start, end) of each whole-word, case-insensitive occurrence of ``name``."""
     words = name.split()
     if not words:
@@ -91,20 +91,20 @@ def transcript_is_cased(lines: list[Line]) -> bool:
 
 def never_capitalised(name: str, lines: list[Line]) -> bool:
     """The transcript says ``name`` but only in lower case."""
-    found = _occurrences(name, lines)
+    found = occurrences(name, lines)
     return bool(found) and all(text[start:end] == text[start:end].lower() for text, start, end in found)
 
 
 def only_locative(name: str, lines: list[Line]) -> bool:
     """Every mention of ``name`` follows "in", "near", "moved to", "live in" ...: a place."""
-    found = _occurrences(name, lines)
+    found = occurrences(name, lines)
     return bool(found) and all(_LOCATIVE.search(text[:start]) and not text[start:end].endswith(("'s", "’s"))
                                for text, start, end in found)  # "went to Anna's" is Anna's home
 
 
 def after_possessive(name: str, lines: list[Line]) -> bool:
     """Every mention of ``name`` follows "my", "her", "our" ... ("her garden")."""
-    found = _occurrences(name, lines)
+    found = occurrences(name, lines)
     return bool(found) and all(text[:start].split()[-1:] and text[:start].split()[-1].casefold() in _POSSESSIVE_DET
                                for text, start, _ in found)
 

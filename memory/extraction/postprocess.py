@@ -9,20 +9,25 @@ emotion must use a word of the conversation; a non-name item that only repeats a
 person or place is dropped. Types are checked against the transcript and the places
 already known (:mod:`memory.extraction.checks`). A promise stands only on a first-person
 commitment in its segment's words, a decision on words of choosing; such words the model
-passed over become the item themselves (:mod:`memory.extraction.commitments`).
+passed over become the item themselves (:mod:`memory.extraction.commitments`). A topic
+must be said, and be a thing talked about: an occasion becomes an event, a name only
+travelled to a place, a topic that only repeats part of another item or describes a name
+is dropped, as is an event a longer event holds (:mod:`memory.extraction.topics`); an
+emotion must be a feeling the words say (:mod:`memory.extraction.feelings`).
 Duplicates by (type, case-folded name) keep the highest confidence. Named speakers are
 people of the conversation. Fact endpoints are resolved to entities; "I" becomes the
 speaker; a fact needs endpoints of the right types and, for where someone lives, works
-or studies, words that say so; "my sister Priya" is a fact whatever the model made of it.
+or studies, words that say so; "my sister Priya" and "I started at Google" are facts
+whatever the model made of them.
 """
 
 from __future__ import annotations
 
 import re
 
-from memory.extraction import checks
+from memory.extraction import checks, topics
 from memory.extraction.commitments import ground_commitments
-from memory.extraction.feelings import stated_feelings
+from memory.extraction.feelings import feeling_of, says_feeling, stated_feelings
 from memory.extraction.items import Entity, FactItem
 from memory.extraction.prompt import (
     FACT_THRESHOLD,
@@ -35,6 +40,7 @@ from memory.extraction.prompt import (
     Sensitivity,
 )
 from memory.extraction.relations import SYMMETRIC, kin_mentions, kin_people, pair_key
+from memory.extraction.whereabouts import said_whereabouts
 from memory.names import normalize_name
 
 NAME_MIN, NAME_MAX = 2, 200
@@ -73,9 +79,10 @@ _GENERIC_SPEAKER = re.compile(r"\d|speaker|unknown|someone|guest")
 SPEAKER_CONFIDENCE = 0.9
 KIN_CONFIDENCE = 0.9  # "my sister Priya": read from the words
 FEELING_CONFIDENCE = 0.7  # "I'm so anxious": read from the words
+WORDS_CONFIDENCE = 0.8  # "I started at Google": read from the words
 
 NAMED_TYPES = (EntityType.PERSON, EntityType.PLACE)
-WORDED_TYPES = (EntityType.PERSON, EntityType.PLACE, EntityType.TOPIC, EntityType.EMOTION)
+WORDED_TYPES = (EntityType.PERSON, EntityType.PLACE, EntityType.TOPIC)  # an emotion: see _felt
 
 # What an unknown fact endpoint most likely is, by predicate (subject is a person by default).
 OBJECT_TYPE: dict[str, EntityType] = {
@@ -101,10 +108,10 @@ def is_non_entity(entity_type: EntityType, name: str) -> bool:
     words = norm.split()
     if words[0] in NUMBERS and (len(words) <= 3 or words[1] in GROUPS):
         return True  # "four people", "two kids", "four people from the gym"
-    if entity_type in (EntityType.PERSON, EntityType.RELATIONSHIP, EntityType.PLACE):
+    if entity_type in (EntityType.PERSON, EntityType.RELATIONSHIP, EntityType.PLACE, EntityType.TOPIC):
         rest = [checks.bare(w) for w in words if w not in DETERMINERS]
         if not rest or all(w in KINSHIP or w in PRONOUNS or w in OWNER_LABELS for w in rest):
-            return True  # "my sister", "her mom", "the kids", "user's sister"
+            return True  # "my sister", "her mom", "the kids", "user's sister", a "manager" topic
     return False
 
 
@@ -147,6 +154,8 @@ def clean_entities(raw: list[dict], lines: list[Line], places: frozenset[str] | 
         if checked is None:
             continue
         entity_type, name = checked
+        if confidence < THRESHOLDS[entity_type]:
+            continue  # a topic that is an event is held to an event's threshold
         evidence = str(item.get("evidence", ""))[:NAME_MAX]
         line, score = best_segment(lines, evidence, name)
         if line is None or score < 0.34:
@@ -183,6 +192,7 @@ def clean_entities(raw: list[dict], lines: list[Line], places: frozenset[str] | 
     grounded = sorted((e for e in grounded if not (e.type is EntityType.EVENT and any(checks.restates(e.name, c)
                                                                                        for c in said))),
                       key=lambda e: -e.confidence)
+    grounded = topics.without_parts(grounded, lines)
     return _promise_or_decision(grounded, {line.segment_id: line.text for line in lines})[:MAX_ITEMS_PER_CHUNK]
 
 
@@ -207,7 +217,19 @@ def _type_checked(entity_type: EntityType, name: str, lines: list[Line], places:
         return None  # "her garden"
     if entity_type is EntityType.EVENT and checks.only_a_date(name):
         return None  # "Friday 2026-02-20"
+    if entity_type is EntityType.TOPIC and (entity_type := topics.retyped(name, lines)) is None:
+        return None  # "fun", "tutoring" never said (see :mod:`memory.extraction.topics`)
+    if entity_type is EntityType.TOPIC and cased:
+        name = topics.completed(name, lines)  # "Nike running shoes"
+    if entity_type is EntityType.EMOTION and not _felt(name, lines):
+        return None  # "amazing", "reminder", "thankful" for a "thanks"
     return entity_type, name
+
+
+def _felt(name: str, lines: list[Line]) -> bool:
+    """The emotion is a feeling the transcript says in some form (see :mod:`memory.extraction.feelings`)."""
+    feeling = feeling_of(name)
+    return feeling is not None and any(says_feeling(feeling, line.text) for line in lines)
 
 
 def _properties(raw: object) -> dict[str, str]:
@@ -325,13 +347,34 @@ def kinship_facts(lines: list[Line], entities: list[Entity]) -> list[FactItem]:
     return out
 
 
+def place_facts(lines: list[Line], entities: list[Entity]) -> list[FactItem]:
+    """"I started at Google": where someone lives, works, studies, read from the words (see
+    :mod:`memory.extraction.whereabouts`)."""
+    people = [e.name for e in entities if e.type is EntityType.PERSON]
+    places = [e.name for e in entities if e.type is EntityType.PLACE]
+    out: list[FactItem] = []
+    for line, said in said_whereabouts(lines, people, places):
+        subject = said.subject or speaker_name(line.speaker)
+        if normalize_name(subject) != normalize_name(said.place):
+            shown = OWNER_SHOWN if subject == OWNER_NAME else subject
+            out.append(FactItem(subject, EntityType.PERSON, said.predicate, said.place, EntityType.PLACE,
+                                f"{shown} {said.predicate.replace('_', ' ')} {said.place}", WORDS_CONFIDENCE,
+                                line.segment_id))
+    return out
+
+
 def clean_facts(raw: list[dict], lines: list[Line], entities: list[Entity]) -> list[FactItem]:
     """Resolve and ground one chunk's facts; drop the ones that cannot be."""
     known = {normalize_name(e.name): e for e in entities if e.type in (EntityType.PERSON, EntityType.PLACE,
                                                                       EntityType.TOPIC, EntityType.EVENT)}
-    out: list[FactItem] = kinship_facts(lines, entities)
-    seen = {(normalize_name(f.subject), f.predicate, normalize_name(f.object)) for f in out}
-    pairs = {pair_key(f.subject, f.object) for f in out}
+    out: list[FactItem] = []
+    seen: set[tuple[str, str, str]] = set()
+    pairs: set[frozenset[str]] = set()
+    for item in kinship_facts(lines, entities) + place_facts(lines, entities):
+        if pair_key(item.subject, item.object) not in pairs:  # one fact per pair
+            out.append(item)
+            seen.add((normalize_name(item.subject), item.predicate, normalize_name(item.object)))
+            pairs.add(pair_key(item.subject, item.object))
     chunk_words = set().union(*(content_words(line.text) for line in lines))
     for item in raw:
         try:

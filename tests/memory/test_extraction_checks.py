@@ -8,8 +8,9 @@ now" and the owner's lines are labelled ``user``.
 
 from __future__ import annotations
 
+from memory.extraction import topics
 from memory.extraction.commitments import commitments, decisions
-from memory.extraction.feelings import stated_feelings
+from memory.extraction.feelings import feeling_of, stated_feelings
 from memory.extraction.postprocess import clean_entities, clean_facts, is_non_entity
 from memory.extraction.prompt import EntityType, Line, messages
 from tests.memory.conftest import T0
@@ -177,3 +178,87 @@ def test_a_fact_needs_words_that_say_it_and_endpoints_of_the_right_type():
     ], lines, found)
     assert sorted((f.subject, f.predicate, f.object) for f in facts) == [
         ("Priya", "family_of", "me"), ("Priya", "works_at", "Atelier Norte")]
+
+
+def test_a_topic_is_said_and_is_neither_a_judgement_nor_a_role():
+    lines = [Line("s1", "Me", "My new boss wants me to learn to code in Python.", T0),
+             Line("s2", "Ada", "Oh cool, that sounds like fun.", T0)]
+    found = clean_entities([raw("topic", "Python", "code in Python"),
+                            raw("topic", "programming", "learn to code"),  # never said
+                            raw("topic", "fun", "sounds like fun"),  # a judgement
+                            raw("topic", "boss", "my new boss")], lines)  # someone, not a topic
+    assert kinds(found) == {("topic", "Python")}
+
+
+def test_a_topic_that_is_an_occasion_is_an_event_and_one_travelled_to_is_a_place():
+    lines = [Line("s1", "Me", "We booked a trip to Cape Town for the wedding.", T0),
+             Line("s2", "Bo", "Then we miss the quarterly review meeting that week.", T0)]
+    found = clean_entities([raw("topic", "Cape Town", "trip to Cape Town"),
+                            raw("topic", "quarterly review meeting", "review meeting")], lines)
+    assert kinds(found) == {("place", "Cape Town"), ("event", "quarterly review meeting")}
+
+
+def test_a_topic_that_only_repeats_part_of_another_item_belongs_to_it():
+    lines = [Line("s1", "Me", "We decided to buy a piano for the living room.", T0),
+             Line("s2", "Kai", "I'll send you the name of my tuner tonight.", T0)]
+    found = clean_entities([raw("decision", "buy a piano for the living room", "decided to buy a piano"),
+                            raw("topic", "piano", "buy a piano"), raw("topic", "living room", "living room"),
+                            raw("promise", "Kai will send the name of the tuner", "I'll send you the name")], lines)
+    assert {t for t, _ in kinds(found)} == {"decision", "promise"}
+    again = [*lines, Line("s3", "Me", "Great, the piano has not been tuned for years.", T0)]
+    found = clean_entities([raw("decision", "buy a piano for the living room", "decided to buy a piano"),
+                            raw("topic", "piano", "the piano has not been tuned")], again)
+    assert ("topic", "piano") in kinds(found)  # the conversation comes back to it
+
+
+def test_a_topic_that_describes_a_name_is_part_of_it():
+    lines = [Line("s1", "Liv", "I got a job at a bakery called Crumb and Co in Leeds.", T0),
+             Line("s2", "Me", "Is that near Leeds Beckett University?", T0)]
+    found = clean_entities([raw("place", "Crumb and Co", "bakery called Crumb and Co"),
+                            raw("place", "Leeds", "in Leeds"), raw("topic", "bakery", "a bakery called"),
+                            raw("topic", "university", "Beckett University"),
+                            raw("place", "Leeds Beckett", "near Leeds Beckett")], lines)
+    assert not [e for e in found if e.type is EntityType.TOPIC]
+
+
+def test_an_event_held_by_a_longer_event_is_dropped():
+    lines = [Line("s1", "Me", "The team dinner is on Thursday at Nando's.", T0)]
+    found = clean_entities([raw("event", "team dinner on Thursday", "team dinner is on Thursday"),
+                            raw("event", "dinner", "team dinner")], lines)
+    assert kinds(found) == {("event", "team dinner on Thursday")}
+
+
+def test_an_emotion_is_a_feeling_the_words_say():
+    lines = [Line("s1", "Me", "Thanks for coming, my anxiety has been bad this week.", T0),
+             Line("s2", "Ola", "Amazing that you told me. Sorry it's rough.", T0)]
+    found = clean_entities([raw("emotion", "anxious", "my anxiety"), raw("emotion", "thankful", "Thanks"),
+                            raw("emotion", "amazing", "Amazing"), raw("emotion", "sorry", "Sorry"),
+                            raw("emotion", "reminder", "this week")], lines)
+    assert kinds(found) == {("emotion", "anxious")}
+    assert feeling_of("anxiety") == "anxious" and feeling_of("bold") is None
+    said = [Line("s1", "Me", "honestly the stress at work is a lot, im gutted about the promotion", T0)]
+    found = clean_entities([raw("emotion", "stressed", "the stress"), raw("emotion", "overwhelmed", "a lot")], said)
+    assert kinds(found) == {("emotion", "stressed"), ("emotion", "gutted")}  # "overwhelmed" is not said
+
+
+def test_a_topic_is_named_with_the_brand_said_before_it():
+    lines = [Line("s1", "Tom", "I just bought a Garmin watch for my runs.", T0),
+             Line("s2", "Me", "Watch prices are crazy. Do you like Kindle books?", T0)]
+    found = clean_entities([raw("topic", "watch", "a Garmin watch"), raw("topic", "Kindle books", "Kindle books")],
+                           lines)
+    assert kinds(found) == {("topic", "Garmin watch"), ("topic", "Kindle books")}
+    assert topics.completed("prices", lines) == "prices"  # "Watch" only opens its sentence
+
+
+def test_where_people_live_work_and_study_is_read_from_the_words():
+    lines = [Line("s1", "Noor", "I joined Siemens in March. My cousin Omid is moving to Graz.", T0),
+             Line("s2", "Me", "nice, omid told me hes studying at tu graz now", T0),
+             Line("s3", "Me", "My brother lives in Vienna.", T0)]
+    found = clean_entities([raw("person", "Omid", "My cousin Omid"), raw("place", "Siemens", "joined Siemens"),
+                            raw("place", "Graz", "moving to Graz"), raw("place", "TU Graz", "studying at tu graz"),
+                            raw("place", "Vienna", "lives in Vienna")], lines)
+    facts = {(f.subject, f.predicate, f.object) for f in clean_facts([], lines, found)}
+    assert ("Noor", "works_at", "Siemens") in facts  # "I joined": the speaker
+    assert ("Omid", "lives_in", "Graz") in facts  # the nearest person before the words
+    assert ("Omid", "studies_at", "TU Graz") in facts  # "hes": the person named before it
+    assert not [f for f in facts if f[2] == "Vienna"]  # "my brother": nobody named
