@@ -115,6 +115,7 @@ class Phrase:
     opener: str  # a determiner, a possessive owner ("Tom"), or a preposition
     words: list[str] = field(default_factory=list)
     owner: str | None = None  # "Tom" in "Tom's birthday"
+    owner_opener: str | None = None  # "my" in "my mother's phone number"
     required: int = 0  # how many of ``words`` must be supported (the rest may be a verb)
     subject: bool = False  # the subject of a do-question ("does the book club meet")
 
@@ -122,11 +123,18 @@ class Phrase:
         """How Annie names it: "your haircut appointment", "Tom's birthday", "that"."""
         words = " ".join(self.words[: self.required or len(self.words)])
         if self.owner is not None:
-            return f"{self.owner}'s {words}"
-        if self.opener in _DETERMINERS and self.opener not in ("which", "what", "whose"):
-            opener = {"my": "your", "your": "my"}.get(self.opener, self.opener)
+            lead = _spoken_opener(self.owner_opener or "")
+            return f"{lead} {self.owner}'s {words}" if lead else f"{self.owner}'s {words}"
+        if (opener := _spoken_opener(self.opener)) is not None:
             return f"{opener} {words}"
         return "that"
+
+
+def _spoken_opener(opener: str) -> str | None:
+    """A determiner as Annie says it back ("my" -> "your"); None for a question word or no determiner."""
+    if opener not in _DETERMINERS or opener in ("which", "what", "whose"):
+        return None
+    return {"my": "your", "your": "my"}.get(opener, opener)
 
 
 @dataclass
@@ -158,9 +166,12 @@ def focus(question: str, names: list[str]) -> Focus:
             base = possessive.group(1) if possessive else _CONTRACTION.sub("", low)
             if possessive and base not in _STOP:
                 owner = token[: len(possessive.group(1))]
+                opened_by = None
                 if base not in named and current is not None:
                     current.words.append(base)  # "my mother's phone": mother is in "my ..." too
-                current = Phrase(owner, owner=owner)
+                    if current.words == [base]:
+                        opened_by = current.opener  # said back as "your mother's phone"
+                current = Phrase(owner, owner=owner, owner_opener=opened_by)
                 phrases.append(current)
                 if aux_at >= 0 and i == aux_at + 1:
                     subjects.append(current)

@@ -94,6 +94,14 @@ def test_someone_speaking_of_their_own_supports_a_possession_of_a_name_nearby():
         "I don't have anything about Jake's daughter in my memory.")
 
 
+def test_a_thing_owned_by_someone_unnamed_is_said_back_with_its_determiner():
+    lines = "2026-03-02 you said: My dentist appointment is on the 14th at 9 am."
+    assert gap("What is my mother's phone number?", lines) == (
+        "I don't have anything about your mother's phone number in my memory.")
+    assert gap("Where is the neighbour's cat?", lines) == (
+        "I don't have anything about the neighbour's cat in my memory.")
+
+
 def test_a_verb_with_no_thing_named_after_it_may_be_about_the_thing_asked():
     assert gap("Where did I park the car?", "- you said: I parked on level 3 of the Riverside garage.") is None
     assert gap("Where did I park my bike?", "- you said: I parked the car on level 3 of the Riverside garage.") == (
