@@ -18,21 +18,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from benchmarks.common import write_result
-from benchmarks.everyday_qa import DATA, DEVICE, indexed
+from benchmarks.everyday_qa import DATA, DEVICE, indexed, planted_memory
 from ingest.omi import parse_conversation, parse_transcript
 from ingest.service import IngestService
-from ingest.settings import IngestSettings
-from memory.db import open_database
 from memory.service import MemoryService
-from memory.settings import MemorySettings
-from memory.vectors.edge import EdgeVectorIndex
-from models.embed import EMBED_DIM
 from models.settings import ModelSettings
 from voice.agent import grounded
 from voice.tools import Tool, ToolResult
@@ -60,36 +53,22 @@ async def plant(memories: list[dict], memory: MemoryService, ingest: IngestServi
 async def run(database_url: str | None) -> dict:
     data = json.loads(DATA.read_text())
     models = ModelSettings(allow_download=False)
-    with tempfile.TemporaryDirectory(prefix="annie-grounding-") as tmp:
-        root = Path(tmp)
-        settings = MemorySettings(data_dir=root / "memory", database_url=database_url)
-        db = await open_database(MemorySettings(data_dir=root / "db", database_url=database_url))
-        settings = settings.model_copy(update={"database_url": db.dsn})
-        vectors = EdgeVectorIndex(root / "vectors", EMBED_DIM)
-        memory = MemoryService(settings, models, db.pool, vectors)
-        ingest = IngestService(IngestSettings(data_dir=settings.data_dir, preload_models=False), models)
-        records = []
-        try:
-            await memory.start()
-            await plant(data["memories"], memory, ingest)
-            await indexed(memory, sum(len(m.get("segments", [])) or 1 for m in data["memories"]))
-            for question in data["questions"]:
-                query = memory_query(question["q"])
-                started = time.perf_counter()
-                text = await memory.search_memory(query)
-                result = ToolResult(Tool.SEARCH_MEMORY.value, {"query": query}, text)
-                convo: list[dict] = []
-                fixed = grounded(question["q"], result, convo)
-                records.append({"question": question["q"], "answerable": question.get("answerable", True),
-                                "lines": text.splitlines(), "stopped": fixed, "note": [m["content"] for m in convo],
-                                "ms": round((time.perf_counter() - started) * 1000, 1)})
-                print(f"{'STOP' if fixed else 'llm '} {question['q']!r} -> {fixed!r}", flush=True)
-        finally:
-            for close in (memory.close, vectors.close, db.close):
-                try:
-                    await close()
-                except Exception as exc:  # noqa: BLE001 - reported, the results are kept
-                    print(f"shutting down: {type(exc).__name__}: {exc}", flush=True)
+    records = []
+    async with planted_memory("annie-grounding-", database_url, models) as (_root, memory, ingest):
+        await memory.start()
+        await plant(data["memories"], memory, ingest)
+        await indexed(memory, sum(len(m.get("segments", [])) or 1 for m in data["memories"]))
+        for question in data["questions"]:
+            query = memory_query(question["q"])
+            started = time.perf_counter()
+            text = await memory.search_memory(query)
+            result = ToolResult(Tool.SEARCH_MEMORY.value, {"query": query}, text)
+            convo: list[dict] = []
+            fixed = grounded(question["q"], result, convo)
+            records.append({"question": question["q"], "answerable": question.get("answerable", True),
+                            "lines": text.splitlines(), "stopped": fixed, "note": [m["content"] for m in convo],
+                            "ms": round((time.perf_counter() - started) * 1000, 1)})
+            print(f"{'STOP' if fixed else 'llm '} {question['q']!r} -> {fixed!r}", flush=True)
     yes = [r for r in records if r["answerable"]]
     no = [r for r in records if not r["answerable"]]
     return {"dataset": f"{DATA.name}: {len(data['questions'])} questions",

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import tempfile
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -133,10 +135,21 @@ async def ask_all(questions: list[dict], memory: MemoryService, path: AnswerPath
     }
 
 
-async def run(concurrent: int, database_url: str | None) -> dict:
-    data = json.loads(DATA.read_text())
-    models = ModelSettings(allow_download=False)
-    with tempfile.TemporaryDirectory(prefix="annie-everyday-") as tmp:
+async def close_quietly(*closers: Callable[[], Awaitable[object]]) -> None:
+    """Close each in turn; a failure while shutting down must not throw away what was measured."""
+    for close in closers:
+        try:
+            await close()
+        except Exception as exc:  # noqa: BLE001 - reported, the results are kept
+            print(f"shutting down: {type(exc).__name__}: {exc}", flush=True)
+
+
+@contextlib.asynccontextmanager
+async def planted_memory(prefix: str, database_url: str | None, models: ModelSettings
+                         ) -> AsyncIterator[tuple[Path, MemoryService, IngestService]]:
+    """A memory (its own PostgreSQL database and vector index) and an ingest service in a
+    temporary directory: (that directory, memory, ingest); the caller starts the memory."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         root = Path(tmp)
         settings = MemorySettings(data_dir=root / "memory", database_url=database_url)
         db = await open_database(MemorySettings(data_dir=root / "db", database_url=database_url))
@@ -144,6 +157,16 @@ async def run(concurrent: int, database_url: str | None) -> dict:
         vectors = EdgeVectorIndex(root / "vectors", EMBED_DIM)
         memory = MemoryService(settings, models, db.pool, vectors)
         ingest = IngestService(IngestSettings(data_dir=settings.data_dir, preload_models=False), models)
+        try:
+            yield root, memory, ingest
+        finally:
+            await close_quietly(memory.close, vectors.close, db.close)
+
+
+async def run(concurrent: int, database_url: str | None) -> dict:
+    data = json.loads(DATA.read_text())
+    models = ModelSettings(allow_download=False)
+    async with planted_memory("annie-everyday-", database_url, models) as (root, memory, ingest):
         path, runtime = await AnswerPath.start(models, root)
         path.gate = memory.gate
         try:
@@ -157,12 +180,7 @@ async def run(concurrent: int, database_url: str | None) -> dict:
             if concurrent > 1:
                 runs.append(await ask_all(data["questions"], memory, path, concurrent))
         finally:
-            # A failure while shutting down must not throw away what was measured.
-            for close in (memory.close, runtime.close, vectors.close, db.close):
-                try:
-                    await close()
-                except Exception as exc:  # noqa: BLE001 - reported, the results are kept
-                    print(f"shutting down: {type(exc).__name__}: {exc}", flush=True)
+            await close_quietly(runtime.close)
     summary = {f"x{r['chats_at_once']}": {k: r[k] for k in ("answerable", "unanswerable", "answer_time")}
                for r in runs}
     return {"dataset": f"{DATA.name}: {len(data['questions'])} questions, {len(data['memories'])} memories",
