@@ -98,6 +98,7 @@ async def start_llm(settings: ModelSettings, run_dir: Path) -> LLMRuntime:
             threads=settings.llm_threads,
             parallel=settings.llm_parallel,
             cache_reuse=settings.llm_cache_reuse,
+            nice=settings.llm_nice,
         )
     )
     await server.start()

@@ -51,6 +51,7 @@ class LlamaServerConfig:
     threads: int = 0
     parallel: int = 2
     cache_reuse: int = 0
+    nice: int = 0
     startup_timeout: float = 300.0
     max_restarts: int = 5
     extra_args: list[str] = field(default_factory=list)
@@ -102,6 +103,12 @@ class LlamaServer:
             args += ["--cache-reuse", str(cfg.cache_reuse)]
         return args + cfg.extra_args
 
+    def _preexec(self) -> None:
+        """In the child before exec: die with Annie, and step back behind the voice."""
+        die_with_parent()
+        if self.config.nice:
+            os.nice(self.config.nice)
+
     async def _spawn(self) -> None:
         self.config.run_dir.mkdir(parents=True, exist_ok=True)
         stop_stale(self.pidfile, "llama-server")
@@ -112,7 +119,7 @@ class LlamaServer:
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=logf,
                 stderr=logf,
-                preexec_fn=die_with_parent,
+                preexec_fn=self._preexec,
                 # Its own session: Ctrl-C in Annie's terminal reaches Annie only, and
                 # Annie stops the server in order (it no longer exits under her first).
                 start_new_session=True,
@@ -120,7 +127,7 @@ class LlamaServer:
         finally:
             logf.close()
         write_pid(self.pidfile, self._proc.pid)
-        log.info("llama-server started (pid %d, port %d)", self._proc.pid, self.port)
+        log.info("llama-server started (pid %d, port %d, niceness +%d)", self._proc.pid, self.port, self.config.nice)
 
     async def _wait_healthy(self) -> None:
         deadline = asyncio.get_running_loop().time() + self.config.startup_timeout

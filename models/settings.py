@@ -59,6 +59,14 @@ class ModelSettings(BaseSettings):
     # (0: off). When old turns are cut from a conversation, the turns kept are already in
     # the cache at other positions: read 137 tokens again without it, 7 with it.
     llm_cache_reuse: int = Field(default=64, ge=0)
+    # Scheduling niceness of the managed server (0: the same as Annie's). While it writes
+    # the rest of a reply, the voice makes the first chunk's audio on the same cores; at
+    # niceness 10 the voice takes the CPU first and the server carries on behind it. Measured
+    # on 2 cores: a 4-6 word clause took 1.2-1.3 s with the server generating at the same
+    # priority and 0.7-0.8 s (as with nothing else running) at 10, with the same tokens per
+    # second while they overlap. Speech to text and the voice are the turn's critical path;
+    # the LLM's generation runs well ahead of speech.
+    llm_nice: int = Field(default=10, ge=0, le=19)
 
     @property
     def models_dir(self) -> Path:

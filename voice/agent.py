@@ -28,6 +28,7 @@ from voice.grounding import evidence as evidence_lines
 from voice.intent import IntentRouter
 from voice.intent_rules import asks_to_recall, asks_to_store, asks_to_think, is_question, said_in
 from voice.memory_port import MemoryPort
+from voice.prefill import TurnPrefill
 from voice.prompts import ARGUMENTS_SYSTEM, PLAIN_ANSWER, router_messages, system_prompt
 from voice.settings import ToolRouting, VoiceSettings
 from voice.textfilter import ToolCall, ToolTextFilter
@@ -193,6 +194,8 @@ class Agent:
         self.tools = ToolRunner(memory, settings.tool_timeout_s, settings.memory_tool_timeout_s)
         # An agent serves one conversation: a forget it proposed waits for that conversation's next turn.
         self.forgets = ForgetConversation(memory, channel, settings.memory_tool_timeout_s)
+        # A turn the LLM did not write (a fixed reply) is read ahead while it is said.
+        self.prefill = TurnPrefill(llm)
         # What "now" is for the prompt's day and for reading "yesterday": the wall clock,
         # or a fixed moment when replaying a recorded past (benchmarks).
         self.clock = clock or (lambda: datetime.now().astimezone())
@@ -277,6 +280,7 @@ class Agent:
         ``stop_at_tool_call``: a reply that opens with a tool call (the model copying the
         lookup before it, when tools were already chosen) is stopped at once instead of
         generated to its end (about 25 tokens, 2 s on two cores) and then thrown away."""
+        await self.prefill.settle()
         started = time.perf_counter()
         stats: dict[str, float] = {}
         said = len(spoken)
@@ -312,6 +316,7 @@ class Agent:
         if (fixed := await self.forgets.reply(last_user_text(convo))) is not None:
             yield TextDelta(fixed)
             timings["total_s"] = time.perf_counter() - started
+            self.prefill.start(llm_messages([*convo, {"role": "assistant", "content": fixed}]))
             yield TurnDone(fixed, ["forget"], timings)
             return
 
@@ -365,6 +370,7 @@ class Agent:
                     text = fixed
                     yield TextDelta(text)
                     timings["total_s"] = time.perf_counter() - started
+                    self.prefill.start(llm_messages([*convo, {"role": "assistant", "content": text}]))
                     yield TurnDone(text, used, timings)
                     return
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -95,6 +96,14 @@ async def test_a_stream_stopped_early_stops_the_generation(managed_llm):
             await asyncio.sleep(0.1)
         else:
             raise AssertionError("the server still generates 5 s after the stream was closed")
+
+
+async def test_the_managed_server_runs_behind_the_voice_at_its_niceness(managed_llm, model_settings):
+    """The voice makes audio while the server writes the rest of a reply: it must win the CPU."""
+    stat = Path(f"/proc/{managed_llm.server.pid}/stat").read_text()
+    niceness = int(stat.rsplit(")", 1)[1].split()[16])
+    assert model_settings.llm_nice > 0
+    assert niceness == min(19, os.nice(0) + model_settings.llm_nice)
 
 
 async def test_server_is_restarted_after_a_crash(managed_llm):

@@ -75,3 +75,27 @@ async def test_the_first_turn_does_not_wait_for_a_warm_up(managed_llm, intent_ro
         assert events.index("reply sent") < events.index("warm-up done"), events
     finally:
         await client.close()
+
+
+@pytest.mark.slow
+async def test_a_fixed_reply_is_read_ahead_so_the_next_turn_reads_only_its_own_words(managed_llm, intent_router,
+                                                                                       tmp_path):
+    """"Remember ..." is answered without the LLM; the next turn's prompt still holds it. It is
+    read while the reply is said, so the next turn finds it in the server's cache."""
+    settings = voice_settings(tmp_path)
+    agent = Agent(managed_llm.client, FixedMemory(), settings, intent_router)
+    messages = [{"role": "system", "content": agent.system_prompt("")},
+                {"role": "user", "content": "Remember that my dentist appointment is on Friday at ten in the morning "
+                                            "at the clinic on Harbour Street."}]
+    replies = [event.text async for event in agent.respond(messages) if isinstance(event, TextDelta)]
+    assert "".join(replies) == "Okay, I'll remember that."
+    messages += [{"role": "assistant", "content": "".join(replies)},
+                 {"role": "user", "content": "Tell me a short joke."}]
+    timings: dict = {}
+    async for event in agent.respond(messages):
+        if hasattr(event, "timings"):
+            timings = event.timings
+    assert agent.prefill.reads == 1
+    # Read for this turn: its own few words and the time line, not the remembered sentence
+    # and the reply before it (about 40 tokens more).
+    assert 0 < timings["prompt_tokens"] < 25, timings
