@@ -4,7 +4,8 @@ Kokoro makes one chunk of audio per call and takes longer for a longer text, so 
 wait before Annie's first word grows with her first sentence. :class:`FirstClauseAggregator`
 lets the first text go to the voice as soon as it holds a clause: at a comma, colon,
 semicolon or dash after at least ``min_words`` words, or after ``max_words`` words
-without one. The rest of the reply goes sentence by sentence, as pipecat's own
+without one (a number counts as the words it takes to say it, so "approximately 384,400
+kilometers" does not make a first chunk three seconds long). The rest of the reply goes sentence by sentence, as pipecat's own
 aggregator does, which keeps the voice's intonation over whole sentences, except that a
 long sentence is also cut at a clause end after ``later_min_words`` words: the next
 chunk is synthesised while the one before it plays, and a whole long sentence after a
@@ -21,6 +22,12 @@ from pipecat.utils.text.simple_text_aggregator import SimpleTextAggregator
 
 _CLAUSE_END = re.compile(r"[,;:]\s|\s[-–—]\s")
 _WORD = re.compile(r"\S+")
+
+
+def spoken_words(word: str) -> int:
+    """About how many words ``word`` is when said: a number is one per digit ("384,400":
+    three hundred eighty-four thousand four hundred), anything else one."""
+    return max(1, sum(ch.isdigit() for ch in word))
 
 
 class FirstClauseAggregator(SimpleTextAggregator):
@@ -42,9 +49,15 @@ class FirstClauseAggregator(SimpleTextAggregator):
         if self._first_sent:
             return None
         words = list(_WORD.finditer(text))
-        # Only whole words: the buffer must end in a space after max_words of them.
-        if len(words) > self.max_words or (len(words) == self.max_words and text[-1:].isspace()):
-            return text[: words[self.max_words - 1].end()]
+        # Only whole words: the last one may still be growing unless a space follows it.
+        whole = words if text[-1:].isspace() else words[:-1]
+        spoken = 0
+        for i, word in enumerate(whole):
+            spoken += spoken_words(word.group())
+            if spoken >= self.max_words:
+                # A number says several words ("384,400"): it starts the next chunk instead.
+                last = whole[i - 1] if spoken > self.max_words and i > 0 else word
+                return text[: last.end()]
         return None
 
     async def aggregate(self, text: str) -> AsyncIterator[Aggregation]:

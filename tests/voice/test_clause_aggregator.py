@@ -33,6 +33,11 @@ async def chunks(reply: str) -> list[str]:
     ("The capital of France is Paris and it is a lovely city in spring.",
      ["The capital of France is Paris", "and it is a lovely city in spring."]),
     ("Dr. Moreau is a scientist. Okay.", ["Dr. Moreau is a scientist.", "Okay."]),
+    # A number is said in several words: the first chunk stops before it.
+    ("The moon is approximately 384,400 kilometers away from Earth.",
+     ["The moon is approximately", "384,400 kilometers away from Earth."]),
+    ("It is 12 degrees and sunny in Lisbon today.", ["It is 12 degrees and", "sunny in Lisbon today."]),
+    ("384400 kilometers, give or take.", ["384400", "kilometers, give or take."]),
     ("Okay.", ["Okay."]),
 ])
 async def test_first_clause_then_sentences(reply, expected):
