@@ -21,12 +21,12 @@ import openai
 
 from memory.disclosure import memory_for
 from models.llm_client import LLMClient, LLMOutputError
-from voice.focus import unsupported
+from voice.focus import focus, unsupported
 from voice.forget_turn import ForgetConversation
 from voice.grounding import asked_names, missing_names, missing_note, not_in_memory
 from voice.grounding import evidence as evidence_lines
 from voice.intent import IntentRouter
-from voice.intent_rules import asks_to_recall, asks_to_store, asks_to_think, is_question, said_in
+from voice.intent_rules import asks_about_a_thing, asks_to_recall, asks_to_store, asks_to_think, is_question, said_in
 from voice.memory_port import MemoryPort
 from voice.prefill import TurnPrefill
 from voice.prompts import ARGUMENTS_SYSTEM, PLAIN_ANSWER, router_messages, system_prompt
@@ -259,18 +259,30 @@ class Agent:
         return ToolCall(tool, arguments)
 
     async def probe(self, said: str) -> ToolResult | None:
-        """For a question about named people that routing would answer directly ("When did
-        Caroline go to the support group?", "Who is Maya marrying?"): a memory search, kept
-        when what it returns names them, so memory answers what it holds about them; None
+        """For a question that routing would answer directly but memory may hold: a memory
+        search, kept when what it returns is about what was asked, so memory answers; None
         otherwise (a general question, "What's the capital of France?", is answered as before).
+        A question about named people ("Who is Maya marrying?") is kept when the lines name
+        them; any other question but a why, how or advice question ("When is the quarterly
+        review?") when every thing it names is in the lines (:mod:`voice.focus`).
         """
         names = asked_names(said)
-        if self.memory is None or not names or not is_question(said):
+        if self.memory is None or not is_question(said):
+            return None
+        if names:
+            result = await self.tools.run(Tool.SEARCH_MEMORY.value, {"query": memory_query(said)})
+            if not result.ok or not missing_names(said, result.text)[0]:
+                return None
+            log.info("a question about %s was routed to a direct answer; memory holds them, so it answers", names)
+            return result
+        # "When is the quarterly review?": nothing personal in the words, yet a thing that
+        # memory may hold. Kept only when every thing it names is in what memory returned.
+        if not asks_about_a_thing(said) or not any(p.opener not in ("a", "an") for p in focus(said, []).phrases):
             return None
         result = await self.tools.run(Tool.SEARCH_MEMORY.value, {"query": memory_query(said)})
-        if not result.ok or not missing_names(said, result.text)[0]:
+        if not result.ok or not evidence_lines(result.text).strip() or unsupported(said, result.text, []) is not None:
             return None
-        log.info("a question about %s was routed to a direct answer; memory holds them, so it answers", names)
+        log.info("a question routed to a direct answer names things memory holds, so it answers")
         return result
 
     async def _reply(self, convo: list[dict[str, Any]], text_filter: ToolTextFilter, spoken: list[str],

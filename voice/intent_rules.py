@@ -201,6 +201,18 @@ def is_question(message: str) -> bool:
     return text.endswith("?") or bool(_QUESTION_START.match(text))
 
 
+_OPEN_QUESTION = re.compile(r"^\W*(?:(?:hey |ok(?:ay)? |so |and |but )?(?:annie,? )?)?(?:why|how)\b", re.IGNORECASE)
+
+
+def asks_about_a_thing(message: str) -> bool:
+    """A question that may be about something in the user's life even with nothing personal
+    in its words ("When is the quarterly review?", "What book are we reading for book
+    club?"): any question except a why or how question and a request for help or advice
+    ("How do I make tea?", "What's a good name for a cat?"), which ask for knowledge."""
+    text = message.strip()
+    return is_question(text) and not _OPEN_QUESTION.match(text) and not _REQUEST.match(text)
+
+
 def shape(message: str) -> Tool | str | None:
     """The action the sentence's shape settles, or None when it does not.
 

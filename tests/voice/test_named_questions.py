@@ -40,3 +40,30 @@ async def test_a_recall_the_graph_cannot_answer_searches_the_transcripts(intent_
     assert [t.name for t in tools] == ["search_memory"]
     assert memory.searches == ["Bartholomew"]
     assert text == "I don't have anything about Bartholomew in my memory."
+
+
+WORK = ["The quarterly review moved to Thursday at three, in the big meeting room.",
+        "We're reading The Overstory for book club this month."]
+
+
+async def test_a_question_about_a_thing_memory_holds_reads_memory(intent_router, tmp_path):
+    """Nothing personal in the words ("When is the quarterly review?"), yet memory holds it."""
+    memory = FixedMemory(WORK)
+    agent = Agent(unreachable_llm(), memory, voice_settings(tmp_path), intent_router)
+    probed = await agent.probe("When is the quarterly review?")
+    assert probed is not None and "Thursday" in probed.text
+    probed = await agent.probe("What book are we reading for book club?")
+    assert probed is not None and "Overstory" in probed.text
+
+
+async def test_knowledge_questions_stay_direct_answers(intent_router, tmp_path):
+    memory = FixedMemory(WORK)
+    agent = Agent(unreachable_llm(), memory, voice_settings(tmp_path), intent_router)
+    # Why, how and advice questions ask for knowledge: no lookup at all.
+    for question in ("Why is the sky blue?", "How far away is the moon?", "What's a good name for a cat?"):
+        assert await agent.probe(question) is None
+    assert memory.searches == []
+    # A thing memory does not hold: looked up, and answered directly.
+    assert await agent.probe("What is the tallest mountain in the world?") is None
+    assert await agent.probe("Which room is the dentist in?") is None
+    assert len(memory.searches) == 2
