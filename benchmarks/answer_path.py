@@ -34,7 +34,7 @@ from memory.worker import PriorityGate
 from models.embed import Embedder, resolve_embed
 from models.llm_client import LLMClient
 from models.settings import ModelSettings
-from voice.agent import Agent, llm_messages
+from voice.agent import Agent, llm_messages, tool_results
 from voice.chat import ChatSessions, chat_turn
 from voice.intent import IntentRouter
 from voice.memory_port import MemoryPort
@@ -151,8 +151,8 @@ class AnswerPath:
         text = done[0]["text"] if done else f"[error: {'; '.join(errors) or 'no answer'}]"
         tools = [{"name": e["name"], "arguments": e["arguments"], "ok": e["ok"]} for e in events
                  if e["type"] == "tool_use"]
-        for message, tool in zip([m for m in session.messages if m.get("role") == "tool"], tools, strict=False):
-            tool["result"] = message["content"]
+        for result, tool in zip(tool_results(session.messages), tools, strict=False):
+            tool["result"] = result
         return Answer(text, seconds, first, tools)
 
     async def alone(self, question: str, now: datetime) -> Answer:

@@ -29,7 +29,7 @@ from voice.intent import IntentRouter
 from voice.intent_rules import asks_about_a_thing, asks_to_recall, asks_to_store, asks_to_think, is_question, said_in
 from voice.memory_port import MemoryPort
 from voice.prefill import TurnPrefill
-from voice.prompts import ARGUMENTS_SYSTEM, PLAIN_ANSWER, router_messages, system_prompt
+from voice.prompts import ARGUMENTS_SYSTEM, MEMORY_NOTE, PLAIN_ANSWER, TOOL_NOTE, router_messages, system_prompt
 from voice.settings import ToolRouting, VoiceSettings
 from voice.textfilter import ToolCall, ToolTextFilter
 from voice.tools import MEMORY_TOOLS, TOOL_NAMES, TOOLS, Table, Tool, ToolResult, ToolRunner, action_schema
@@ -150,6 +150,25 @@ def last_user_text(messages: list[dict[str, Any]]) -> str:
                 return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
             return str(content or "")
     return ""
+
+
+def tool_note(call: ToolCall, result: ToolResult) -> list[dict[str, Any]]:
+    """A tool chosen before the reply, and what it returned, as a note after the user's message."""
+    template = MEMORY_NOTE if call.name in MEMORY_TOOLS else TOOL_NOTE
+    return [{"role": "system", "content": template.format(tool=call.name, text=result.text)}]
+
+
+def tool_results(messages: list[dict[str, Any]]) -> list[str]:
+    """What the tools of a conversation returned, as notes or as tool messages, in order."""
+    heads = (MEMORY_NOTE.split("{", 1)[0], TOOL_NOTE.split(" {", 1)[0])
+    out = []
+    for m in messages:
+        content = str(m.get("content") or "")
+        if m.get("role") == "tool":
+            out.append(content)
+        elif m.get("role") == "system" and content.startswith(heads):
+            out.append(content.split("\n", 1)[1] if "\n" in content else "")
+    return out
 
 
 def tool_exchange(call: ToolCall, result: ToolResult) -> list[dict[str, Any]]:
@@ -332,7 +351,7 @@ class Agent:
             yield TurnDone(fixed, ["forget"], timings)
             return
 
-        held: list[dict[str, Any]] = []  # a tool exchange not yet added to the conversation
+        held: list[dict[str, Any]] = []  # a tool's messages not yet added to the conversation
 
         async def use(call: ToolCall, found: ToolResult | None = None, *, keep: bool = True
                       ) -> AsyncIterator[AgentEvent]:
@@ -348,7 +367,10 @@ class Agent:
             used.append(call.name)
             results.append(result)
             yield ToolUse(call.name, call.arguments, result.text, result.ok, result.table)
-            held[:] = tool_exchange(call, result)
+            # A tool chosen before the reply is a note; one the model asked for in its
+            # reply (inline routing) is answered the way the model asked.
+            routed = self.settings.tool_routing is ToolRouting.SCHEMA
+            held[:] = tool_note(call, result) if routed else tool_exchange(call, result)
             if keep:
                 for message in held:
                     convo.append(message)

@@ -36,6 +36,7 @@ from models.llm_client import LLMClient
 from models.llm_runtime import Backend, start_llm
 from tests.cloud_llm import CloudLLM
 from tests.voice.support import parse_sse, serve
+from voice.agent import tool_results
 from voice.service import VoiceService
 from voice.settings import VoiceSettings
 
@@ -181,10 +182,10 @@ async def test_sensitive_memories_never_reach_a_cloud_llm(memory, model_settings
     for reply in replies:
         system = reply["messages"][0]
         assert system["role"] == "system" and "Lisbon" in system["content"], system  # the briefing
-        tools = [m["content"] for m in reply["messages"] if m["role"] == "tool"]
+        tools = tool_results(reply["messages"])
         assert tools and all("Lisbon" in t for t in tools), tools
     # The model is told that something was left out, not what.
-    assert WITHHELD in [m for m in replies[0]["messages"] if m["role"] == "tool"][0]["content"]
+    assert WITHHELD in tool_results(replies[0]["messages"])[0]
 
 
 @pytest.mark.timeout(600)
@@ -204,7 +205,6 @@ async def test_the_same_memory_reaches_a_local_llm(memory):
             await service.close()
         finally:
             await llm.close()
-        tools = [m["content"] for r in server_llm.recorded() if r.get("stream")
-                 for m in r["messages"] if m["role"] == "tool"]
+        tools = [t for r in server_llm.recorded() if r.get("stream") for t in tool_results(r["messages"])]
     assert any("diabetes" in t for t in tools), tools
     assert not any(WITHHELD in t for t in tools)

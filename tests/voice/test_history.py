@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tests.voice.support import FixedMemory, voice_settings
 from tests.voice.test_grounding import MAYA, unreachable_llm
-from voice.agent import STORED, Agent, ContextMessage, TurnDone, trim_history
+from voice.agent import STORED, Agent, ContextMessage, TurnDone, tool_results, trim_history
 
 
 def conversation(turns: int, tool_every: int = 0) -> list[dict]:
@@ -62,4 +62,6 @@ async def test_a_stored_fact_leaves_no_tool_exchange_for_the_next_turn_to_read(i
                                           {"role": "user", "content": "Where does my sister Maya live?"}]):
             events.append(event)
     kept = [e.message for e in events if isinstance(e, ContextMessage)]
-    assert [m["role"] for m in kept] == ["assistant", "tool"] and "Lisbon" in kept[1]["content"]
+    # The lookup chosen before the reply stays as a note after the question (no rendered tool call).
+    assert [m["role"] for m in kept] == ["system"] and tool_results(kept) == [kept[0]["content"].split("\n", 1)[1]]
+    assert "Lisbon" in kept[0]["content"]

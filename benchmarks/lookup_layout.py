@@ -1,0 +1,178 @@
+"""How a memory lookup is laid out in the answer prompt: a rendered tool call and response
+against a note after the question, same lines, same model, same run.
+
+Replays the lookups of recorded answer runs (``benchmarks/results/everyday_qa.json``, the
+single-chat run, and ``benchmarks/results/locomo_qa.json`` if present: Annie's answers),
+so retrieval is held fixed and only the layout differs. A question the focus and name
+checks answer without the model (:func:`voice.agent.grounded`) is the same either way and
+left out. For each question both layouts are asked, in alternating order; scored as the
+recorded runs are (the expected words and abstention for the everyday set, token F1 for
+LoCoMo categories 1-4 and abstention for category 5), with the prompt tokens the server
+read and the time to the first token.
+
+    python -m benchmarks.lookup_layout [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from benchmarks.answer_scoring import abstains, has_words, locomo_f1
+from benchmarks.common import RESULTS, percentiles, write_result
+from models.llm_client import LLMClient
+from models.settings import ModelSettings
+from voice.agent import LOOKUPS, grounded, llm_messages, tool_exchange, tool_note
+from voice.prompts import system_prompt
+from voice.settings import ToolRouting, VoiceSettings
+from voice.textfilter import ToolCall
+from voice.tools import ToolResult
+
+EVERYDAY = Path(__file__).parent / "data" / "everyday_qa.json"
+LAYOUTS = {"tool_call": tool_exchange, "note": tool_note}
+_DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})", re.MULTILINE)
+
+
+def everyday_cases() -> list[dict[str, Any]]:
+    expected = {q["q"]: q for q in json.loads(EVERYDAY.read_text())["questions"]}
+    run = json.loads((RESULTS / "everyday_qa.json").read_text())["runs"][0]
+    cases = []
+    for record in run["questions"]:
+        question = expected.get(record["question"])
+        if question is not None:
+            cases.append({"set": "everyday", "question": record["question"], "tools": record.get("tools", []),
+                          "answerable": question.get("answerable", True), "expect": question.get("expect")})
+    return cases
+
+
+def locomo_cases() -> list[dict[str, Any]]:
+    path = RESULTS / "locomo_qa.json"
+    if not path.is_file():
+        return []
+    return [{"set": "locomo", "question": row["question"], "tools": row["annie"].get("tools", []),
+             "category": row["category"], "gold": row.get("gold")}
+            for row in json.loads(path.read_text())["questions"]]
+
+
+def lookup(case: dict[str, Any]) -> tuple[ToolCall, ToolResult] | None:
+    """The case's one successful memory lookup with its recorded lines, if it had one."""
+    done = [t for t in case["tools"] if t.get("ok") and t.get("result") is not None and t["name"] in LOOKUPS]
+    if len(done) != 1:
+        return None
+    tool = done[0]
+    return ToolCall(tool["name"], tool["arguments"]), ToolResult(tool["name"], tool["arguments"], tool["result"])
+
+
+def score(case: dict[str, Any], answer: str) -> float:
+    if case["set"] == "everyday":
+        if case["answerable"]:
+            return float(has_words(answer, case["expect"]) and not abstains(answer))
+        return float(abstains(answer))
+    if case["category"] == 5:
+        return float(abstains(answer))
+    return locomo_f1(case["category"], answer, case["gold"])
+
+
+def kind(case: dict[str, Any]) -> str:
+    if case["set"] == "everyday":
+        return "everyday answerable (right)" if case["answerable"] else "everyday unanswerable (abstention)"
+    return "locomo 5 (abstention)" if case["category"] == 5 else "locomo 1-4 (F1)"
+
+
+async def ask(llm: LLMClient, messages: list[dict[str, Any]], settings: VoiceSettings) -> dict[str, Any]:
+    stats: dict[str, float] = {}
+    started = time.perf_counter()
+    first = None
+    parts = []
+    async for delta in llm.stream(llm_messages(messages), max_tokens=settings.max_reply_tokens,
+                                  temperature=settings.reply_temperature, stats=stats):
+        first = first if first is not None else time.perf_counter() - started
+        parts.append(delta)
+    return {"answer": "".join(parts).strip(), "first_token_s": round(first or 0.0, 3),
+            "prompt_tokens": stats.get("prompt_tokens")}
+
+
+def now_for(case: dict[str, Any], result: ToolResult) -> datetime:
+    """LoCoMo's questions are asked the day after the latest line; the everyday set's on the day."""
+    dates = _DATE.findall(result.text)
+    if case["set"] == "locomo" and dates:
+        return datetime.fromisoformat(max(dates)).replace(tzinfo=UTC) + timedelta(days=1)
+    return datetime.now(UTC)
+
+
+async def run(llm: LLMClient, cases: list[dict[str, Any]]) -> dict[str, Any]:
+    settings = VoiceSettings()
+    rows = []
+    skipped = {"no_single_lookup": 0, "answered_without_the_model": 0}
+    for i, case in enumerate(cases, 1):
+        found = lookup(case)
+        if found is None:
+            skipped["no_single_lookup"] += 1
+            continue
+        call, result = found
+        notes: list[dict[str, Any]] = []
+        if grounded(case["question"], result, notes) is not None:
+            skipped["answered_without_the_model"] += 1
+            continue
+        system = system_prompt("", ToolRouting.SCHEMA, now_for(case, result))
+        row: dict[str, Any] = {"set": case["set"], "kind": kind(case), "question": case["question"]}
+        order = list(LAYOUTS) if i % 2 else list(reversed(LAYOUTS))
+        for layout in order:
+            messages = [{"role": "system", "content": system}, {"role": "user", "content": case["question"]},
+                        *LAYOUTS[layout](call, result), *notes]
+            asked = await ask(llm, messages, settings)
+            asked["score"] = round(score(case, asked["answer"]), 4)
+            row[layout] = asked
+        rows.append(row)
+        print(f"[{i}/{len(cases)}] {row['kind']}: " + "  ".join(
+            f"{layout} {row[layout]['score']:.2f} ({row[layout]['prompt_tokens']} tok)" for layout in LAYOUTS)
+            + f"  {case['question'][:60]!r}", flush=True)
+    figures: dict[str, Any] = {}
+    for group in sorted({r["kind"] for r in rows}):
+        mine = [r for r in rows if r["kind"] == group]
+        figures[group] = {"n": len(mine), **{layout: round(sum(r[layout]["score"] for r in mine) / len(mine), 4)
+                                             for layout in LAYOUTS}}
+    for layout in LAYOUTS:
+        figures[layout] = {
+            "prompt_tokens_read": {key.removesuffix("_ms"): value for key, value in
+                                   percentiles([float(r[layout]["prompt_tokens"] or 0) for r in rows]).items()},
+            "first_token": percentiles([r[layout]["first_token_s"] * 1000 for r in rows]),
+        }
+    return {"n": len(rows), "skipped": skipped, "figures": figures, "questions": rows}
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--limit", type=int, default=0, help="at most this many questions of each set (0: all)")
+    parser.add_argument("--llm-url", help="an OpenAI-compatible endpoint (default: start the managed llama-server)")
+    parser.add_argument("--llm-model", default="local")
+    args = parser.parse_args()
+    sets = [everyday_cases(), locomo_cases()]
+    cases = [c for found in sets for c in (found[: args.limit] if args.limit else found)]
+    runtime = None
+    if args.llm_url:
+        client = LLMClient(args.llm_url, args.llm_model)
+    else:
+        from models.llm_runtime import start_llm
+        settings = ModelSettings(llm_base_url=None, ollama_host=None, allow_download=False)
+        runtime = await start_llm(settings, Path(tempfile.mkdtemp(prefix="annie-bench-")))
+        client = runtime.client
+    try:
+        result = await run(client, cases)
+    finally:
+        if runtime:
+            await runtime.close()
+    write_result("lookup_layout", {"model": client.model, "layouts": {
+        "tool_call": "the lookup as the chat template renders a tool call and its response",
+        "note": "the lookup's lines as a short note after the question (what Annie does)"}, **result})
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
