@@ -39,8 +39,9 @@ NO_MEMORY = (
 )
 EMPTY_MEMORY = "Your memory holds nothing about the user yet."
 # What a tool chosen before the reply returned goes after the user's message as a note:
-# about 30 prompt tokens fewer than the tool call and its response as the chat template
-# renders them (half a second on two cores, on every memory question).
+# 10-45 prompt tokens fewer than the tool call and its response as the chat template
+# renders them (up to half a second on two cores, on every memory question), and the
+# bundled model answered from it better (benchmarks.lookup_layout).
 MEMORY_NOTE = "Memory search results for the user's last message:\n{text}"
 TOOL_NOTE = "Result of {tool} for the user's last message:\n{text}"
 PLAIN_ANSWER = "Now answer the user's last message in plain words. Do not call or mention tools."
