@@ -129,7 +129,44 @@ def summarise(records: list[dict], mode: str) -> dict:
     return out
 
 
-async def run(n: int, conversations: list[str], seed: int, database_url: str | None) -> dict:
+def running(records: list[dict]) -> str:
+    """The figures so far, per mode: mean F1 of categories 1-4 and abstention on 5."""
+    f1s = [r for r in records if r["category"] in CATEGORIES]
+    adv = [r for r in records if r["category"] not in CATEGORIES]
+    parts = []
+    for mode in MODES:
+        f1 = sum(r[mode]["f1"] for r in f1s) / len(f1s) if f1s else 0.0
+        abst = sum(r[mode]["abstained"] for r in adv) / len(adv) if adv else 0.0
+        parts.append(f"{mode} f1 {f1:.3f} abst5 {abst:.2f}")
+    return f"so far {len(f1s)}+{len(adv)}: " + ", ".join(parts)
+
+
+def result_of(records: list[dict], conversations: list[str], seed: int, model: str,
+              ingest_s: dict[str, float], run_s: float) -> dict:
+    figures = {mode: summarise(records, mode) for mode in MODES}
+    annie, alone, oracle = (figures[m].get("all_1_4", {}).get("f1", 0.0) for m in MODES)
+    return {
+        "dataset": f"LoCoMo dev split ({', '.join(conversations)}), {len(records)} questions stratified by "
+                   f"conversation and category (seed {seed})",
+        "n": len(records),
+        "model": model,
+        "ingest_seconds": ingest_s,
+        "run_seconds": round(run_s, 1),
+        "modes": {"annie": "Annie's chat answer path over the ingested memory",
+                  "alone": "the model alone: Annie's system prompt with an empty memory, no tools",
+                  "oracle": "Annie's answer path, every memory lookup returning the gold evidence turns"},
+        "figures": figures,
+        "ratios": {"annie_vs_oracle_f1_1_4": round(annie / oracle, 3) if oracle else None,
+                   "annie_vs_alone_f1_1_4": round(annie / alone, 3) if alone else None},
+        "targets": {"annie_vs_oracle_f1_1_4": 0.85, "annie_vs_alone_f1_1_4": 2.0, "abstention_5": 0.80},
+        "questions": records,
+    }
+
+
+async def run(n: int, conversations: list[str], seed: int, database_url: str | None,
+              checkpoint: Path | None = None) -> dict:
+    """``checkpoint``: after every question the result so far is written there (marked
+    ``"finished": false``), so a long run stopped early still leaves what it measured."""
     samples = [s for s in json.loads(DATA.read_text()) if s["sample_id"] in conversations]
     picked = stratified(samples, n, seed)
     models = ModelSettings(allow_download=False)
@@ -173,9 +210,13 @@ async def run(n: int, conversations: list[str], seed: int, database_url: str | N
                     records.append(record)
                     line = "  ".join(f"{m}={record[m].get('f1', 'abst' if record[m]['abstained'] else '-')}"
                                      for m in MODES)
-                    print(f"[{sample['sample_id']} {i}/{len(questions)} cat {qa['category']}] {line} "
-                          f"({answers['annie'].seconds:.1f} s) {qa['question']!r} -> {answers['annie'].text!r}",
-                          flush=True)
+                    print(f"[{len(records)}/{len(picked)} {sample['sample_id']} {i}/{len(questions)} "
+                          f"cat {qa['category']}] {line} ({answers['annie'].seconds:.1f} s) "
+                          f"{qa['question']!r} -> {answers['annie'].text!r} | {running(records)}", flush=True)
+                    if checkpoint is not None:
+                        partial = result_of(records, conversations, seed, models.llm_model, ingest_s,
+                                            time.perf_counter() - started)
+                        checkpoint.write_text(json.dumps({"finished": False, **partial}, indent=2) + "\n")
                 await primer.close()
                 await service.close()
         finally:
@@ -185,24 +226,7 @@ async def run(n: int, conversations: list[str], seed: int, database_url: str | N
                     await close()
                 except Exception as exc:  # noqa: BLE001 - reported, the results are kept
                     print(f"shutting down: {type(exc).__name__}: {exc}", flush=True)
-    figures = {mode: summarise(records, mode) for mode in MODES}
-    annie, alone, oracle = (figures[m].get("all_1_4", {}).get("f1", 0.0) for m in MODES)
-    return {
-        "dataset": f"LoCoMo dev split ({', '.join(conversations)}), {len(records)} questions stratified by "
-                   f"conversation and category (seed {seed})",
-        "n": len(records),
-        "model": models.llm_model,
-        "ingest_seconds": ingest_s,
-        "run_seconds": round(time.perf_counter() - started, 1),
-        "modes": {"annie": "Annie's chat answer path over the ingested memory",
-                  "alone": "the model alone: Annie's system prompt with an empty memory, no tools",
-                  "oracle": "Annie's answer path, every memory lookup returning the gold evidence turns"},
-        "figures": figures,
-        "ratios": {"annie_vs_oracle_f1_1_4": round(annie / oracle, 3) if oracle else None,
-                   "annie_vs_alone_f1_1_4": round(annie / alone, 3) if alone else None},
-        "targets": {"annie_vs_oracle_f1_1_4": 0.85, "annie_vs_alone_f1_1_4": 2.0, "abstention_5": 0.80},
-        "questions": records,
-    }
+    return result_of(records, conversations, seed, models.llm_model, ingest_s, time.perf_counter() - started)
 
 
 def main() -> None:
@@ -212,8 +236,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--database-url", default=None, help="use this PostgreSQL instead of an embedded one")
     parser.add_argument("--name", default="locomo_qa", help="the result's name (default: locomo_qa)")
+    parser.add_argument("--checkpoint", type=Path, default=None,
+                        help="write the result so far to this file after every question")
     args = parser.parse_args()
-    result = asyncio.run(run(args.samples, args.conversations, args.seed, args.database_url))
+    result = asyncio.run(run(args.samples, args.conversations, args.seed, args.database_url, args.checkpoint))
     write_result(args.name, result)
 
 
