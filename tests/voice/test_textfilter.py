@@ -49,6 +49,17 @@ def test_unterminated_block_is_never_spoken():
     assert out == "Checking. "
 
 
+def test_a_tool_call_with_broken_json_is_never_spoken():
+    # The bundled model closed a table's rows with one bracket short: balanced braces, no JSON.
+    broken = ('{"name": "render_table", "arguments": {"title": "Trips", "columns": ["Date", "Thought"], '
+              '"rows": [["2023-10-20", "Freaked out"], ["2023-05-08", "Talk soon!"]}}}')
+    for split in ([broken], chars(broken)):
+        out, f = run(split)
+        assert out == "" and f.calls == [] and len(f.held) == 1
+    out, _ = run(["Sure. " + broken + " Done."])
+    assert out == "Sure.  Done."
+
+
 def test_braces_in_prose_are_spoken():
     out, _ = run(["I like {curly} braces."])
     assert out == "I like {curly} braces."
