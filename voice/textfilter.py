@@ -130,7 +130,10 @@ class ToolTextFilter:
 
     @property
     def in_tool_call(self) -> bool:
-        """Inside a tool-call tag the model has opened (``<tool_call>``), not yet closed."""
+        """Inside a tool call the model has opened and not yet closed: a tool-call tag
+        (``<tool_call>``) or a bare JSON object (``{"name": ...``)."""
+        if self._state is _State.BRACE:
+            return _keyed(self._pending)
         return self._state is _State.TAG and self._closer in ("</tool_call>", "<|/tool_call|>")
 
     def _hold(self, block: str) -> None:

@@ -91,3 +91,10 @@ def test_a_tool_call_tag_is_known_as_soon_as_it_opens():
     thinking = ToolTextFilter({"search_memory"})
     thinking.feed("<think>the user asks")
     assert not thinking.in_tool_call  # thinking is held back too, but it is not a tool call
+    bare = ToolTextFilter({"render_table"})
+    assert bare.feed("{") == "" and not bare.in_tool_call  # a brace alone may be prose
+    bare.feed('"name": "render_table", "arguments": {"rows": [')
+    assert bare.in_tool_call
+    prose = ToolTextFilter({"render_table"})
+    prose.feed("I like {curly")
+    assert not prose.in_tool_call
