@@ -28,7 +28,9 @@ abstention. ``--samples N`` picks N questions spread over conversations and cate
 in proportion (at least one of each); reported figures use at least 150 questions over
 at least two conversations. Answer time is from the question sent to the answer done.
 
-Run: ``python -m benchmarks.locomo_qa --samples 150`` (about half an hour on 2 cores).
+Run: ``python -m benchmarks.locomo_qa --samples 150``. A question costs three answers: 30-65 s
+in all on two cores shared with other work, so 150 questions take one and a half to three
+hours; ``--checkpoint FILE`` keeps the result so far after every question.
 """
 
 from __future__ import annotations
