@@ -39,6 +39,7 @@ import argparse
 import asyncio
 import json
 import random
+import re
 import tempfile
 import time
 from collections import defaultdict
@@ -144,16 +145,25 @@ def running(records: list[dict]) -> str:
 
 
 def result_of(records: list[dict], conversations: list[str], seed: int, model: str,
-              ingest_s: dict[str, float], run_s: float) -> dict:
+              ingest_s: dict[str, float], run_s: float, earlier: dict | None = None) -> dict:
     figures = {mode: summarise(records, mode) for mode in MODES}
     annie, alone, oracle = (figures[m].get("all_1_4", {}).get("f1", 0.0) for m in MODES)
+    this_run = {"when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seed": seed,
+                "n": len(records) - (earlier["n"] if earlier else 0),
+                "ingest_seconds": ingest_s, "run_seconds": round(run_s, 1)}
+    first = earlier and {**{k: earlier.get(k) for k in this_run}, "n": earlier["n"],
+                         "seed": int(re.search(r"seed (\d+)", earlier["dataset"])[1])}
+    runs = [*(earlier.get("runs") or [first] if earlier else []), this_run]
+    seeds = ", ".join(str(r["seed"]) for r in runs)
     return {
         "dataset": f"LoCoMo dev split ({', '.join(conversations)}), {len(records)} questions stratified by "
-                   f"conversation and category (seed {seed})",
+                   f"conversation and category (seed {seeds}"
+                   f"{'; each run leaves out the questions of the runs before it' if len(runs) > 1 else ''})",
         "n": len(records),
         "model": model,
+        "runs": runs,
         "ingest_seconds": ingest_s,
-        "run_seconds": round(run_s, 1),
+        "run_seconds": round(sum(r["run_seconds"] for r in runs), 1),
         "modes": {"annie": "Annie's chat answer path over the ingested memory",
                   "alone": "the model alone: Annie's system prompt with an empty memory, no tools",
                   "oracle": "Annie's answer path, every memory lookup returning the gold evidence turns"},
@@ -166,13 +176,19 @@ def result_of(records: list[dict], conversations: list[str], seed: int, model: s
 
 
 async def run(n: int, conversations: list[str], seed: int, database_url: str | None,
-              checkpoint: Path | None = None) -> dict:
+              checkpoint: Path | None = None, earlier: dict | None = None) -> dict:
     """``checkpoint``: after every question the result so far is written there (marked
-    ``"finished": false``), so a long run stopped early still leaves what it measured."""
+    ``"finished": false``), so a long run stopped early still leaves what it measured.
+    ``earlier``: the result of an earlier run of the same code and model; its questions
+    are left out of this run's sample and its answers are counted with this run's (the
+    result lists both runs)."""
     samples = [s for s in json.loads(DATA.read_text()) if s["sample_id"] in conversations]
-    picked = stratified(samples, n, seed)
+    before = earlier["questions"] if earlier else []
+    asked = {(r["conversation"], r["question"]) for r in before}
+    pool = [{**s, "qa": [qa for qa in s["qa"] if (s["sample_id"], qa["question"]) not in asked]} for s in samples]
+    picked = stratified(pool, n, seed)
     models = ModelSettings(allow_download=False)
-    records: list[dict] = []
+    records: list[dict] = list(before)
     ingest_s: dict[str, float] = {}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="annie-locomo-qa-") as tmp:
@@ -212,12 +228,12 @@ async def run(n: int, conversations: list[str], seed: int, database_url: str | N
                     records.append(record)
                     line = "  ".join(f"{m}={record[m].get('f1', 'abst' if record[m]['abstained'] else '-')}"
                                      for m in MODES)
-                    print(f"[{len(records)}/{len(picked)} {sample['sample_id']} {i}/{len(questions)} "
+                    print(f"[{len(records) - len(before)}/{len(picked)} {sample['sample_id']} {i}/{len(questions)} "
                           f"cat {qa['category']}] {line} ({answers['annie'].seconds:.1f} s) "
                           f"{qa['question']!r} -> {answers['annie'].text!r} | {running(records)}", flush=True)
                     if checkpoint is not None:
                         partial = result_of(records, conversations, seed, models.llm_model, ingest_s,
-                                            time.perf_counter() - started)
+                                            time.perf_counter() - started, earlier)
                         checkpoint.write_text(json.dumps({"finished": False, **partial}, indent=2) + "\n")
                 await primer.close()
                 await service.close()
@@ -228,7 +244,8 @@ async def run(n: int, conversations: list[str], seed: int, database_url: str | N
                     await close()
                 except Exception as exc:  # noqa: BLE001 - reported, the results are kept
                     print(f"shutting down: {type(exc).__name__}: {exc}", flush=True)
-    return result_of(records, conversations, seed, models.llm_model, ingest_s, time.perf_counter() - started)
+    return result_of(records, conversations, seed, models.llm_model, ingest_s, time.perf_counter() - started,
+                     earlier)
 
 
 def main() -> None:
@@ -240,8 +257,13 @@ def main() -> None:
     parser.add_argument("--name", default="locomo_qa", help="the result's name (default: locomo_qa)")
     parser.add_argument("--checkpoint", type=Path, default=None,
                         help="write the result so far to this file after every question")
+    parser.add_argument("--continue-from", type=Path, default=None,
+                        help="an earlier result of the same code and model: its questions are left out of "
+                             "this run's sample and counted with this run's answers")
     args = parser.parse_args()
-    result = asyncio.run(run(args.samples, args.conversations, args.seed, args.database_url, args.checkpoint))
+    earlier = json.loads(args.continue_from.read_text()) if args.continue_from else None
+    result = asyncio.run(run(args.samples, args.conversations, args.seed, args.database_url, args.checkpoint,
+                             earlier))
     write_result(args.name, result)
 
 
