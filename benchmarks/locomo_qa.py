@@ -197,7 +197,7 @@ async def run(n: int, conversations: list[str], seed: int, database_url: str | N
         vectors = EdgeVectorIndex(root / "vectors", EMBED_DIM)
         path, runtime = await AnswerPath.start(models, root)
         try:
-            for sample in samples:
+            for sample in pool:
                 questions = [qa for s, qa in picked if s is sample]
                 if not questions:
                     continue
