@@ -28,7 +28,9 @@ abstention. ``--samples N`` picks N questions spread over conversations and cate
 in proportion (at least one of each); reported figures use at least 150 questions over
 at least two conversations. Answer time is from the question sent to the answer done.
 
-Run: ``python -m benchmarks.locomo_qa --samples 150`` (about half an hour on 2 cores).
+Run: ``python -m benchmarks.locomo_qa --samples 150``. A question costs three answers: 30-65 s
+in all on two cores shared with other work, so 150 questions take one and a half to three
+hours; ``--checkpoint FILE`` keeps the result so far after every question.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import argparse
 import asyncio
 import json
 import random
+import re
 import tempfile
 import time
 from collections import defaultdict
@@ -129,11 +132,63 @@ def summarise(records: list[dict], mode: str) -> dict:
     return out
 
 
-async def run(n: int, conversations: list[str], seed: int, database_url: str | None) -> dict:
+def running(records: list[dict]) -> str:
+    """The figures so far, per mode: mean F1 of categories 1-4 and abstention on 5."""
+    f1s = [r for r in records if r["category"] in CATEGORIES]
+    adv = [r for r in records if r["category"] not in CATEGORIES]
+    parts = []
+    for mode in MODES:
+        f1 = sum(r[mode]["f1"] for r in f1s) / len(f1s) if f1s else 0.0
+        abst = sum(r[mode]["abstained"] for r in adv) / len(adv) if adv else 0.0
+        parts.append(f"{mode} f1 {f1:.3f} abst5 {abst:.2f}")
+    return f"so far {len(f1s)}+{len(adv)}: " + ", ".join(parts)
+
+
+def result_of(records: list[dict], conversations: list[str], seed: int, model: str,
+              ingest_s: dict[str, float], run_s: float, earlier: dict | None = None) -> dict:
+    figures = {mode: summarise(records, mode) for mode in MODES}
+    annie, alone, oracle = (figures[m].get("all_1_4", {}).get("f1", 0.0) for m in MODES)
+    this_run = {"when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "seed": seed,
+                "n": len(records) - (earlier["n"] if earlier else 0),
+                "ingest_seconds": ingest_s, "run_seconds": round(run_s, 1)}
+    first = earlier and {**{k: earlier.get(k) for k in this_run}, "n": earlier["n"],
+                         "seed": int(re.search(r"seed (\d+)", earlier["dataset"])[1])}
+    runs = [*(earlier.get("runs") or [first] if earlier else []), this_run]
+    seeds = ", ".join(str(r["seed"]) for r in runs)
+    return {
+        "dataset": f"LoCoMo dev split ({', '.join(conversations)}), {len(records)} questions stratified by "
+                   f"conversation and category (seed {seeds}"
+                   f"{'; each run leaves out the questions of the runs before it' if len(runs) > 1 else ''})",
+        "n": len(records),
+        "model": model,
+        "runs": runs,
+        "ingest_seconds": ingest_s,
+        "run_seconds": round(sum(r["run_seconds"] for r in runs), 1),
+        "modes": {"annie": "Annie's chat answer path over the ingested memory",
+                  "alone": "the model alone: Annie's system prompt with an empty memory, no tools",
+                  "oracle": "Annie's answer path, every memory lookup returning the gold evidence turns"},
+        "figures": figures,
+        "ratios": {"annie_vs_oracle_f1_1_4": round(annie / oracle, 3) if oracle else None,
+                   "annie_vs_alone_f1_1_4": round(annie / alone, 3) if alone else None},
+        "targets": {"annie_vs_oracle_f1_1_4": 0.85, "annie_vs_alone_f1_1_4": 2.0, "abstention_5": 0.80},
+        "questions": records,
+    }
+
+
+async def run(n: int, conversations: list[str], seed: int, database_url: str | None,
+              checkpoint: Path | None = None, earlier: dict | None = None) -> dict:
+    """``checkpoint``: after every question the result so far is written there (marked
+    ``"finished": false``), so a long run stopped early still leaves what it measured.
+    ``earlier``: the result of an earlier run of the same code and model; its questions
+    are left out of this run's sample and its answers are counted with this run's (the
+    result lists both runs)."""
     samples = [s for s in json.loads(DATA.read_text()) if s["sample_id"] in conversations]
-    picked = stratified(samples, n, seed)
+    before = earlier["questions"] if earlier else []
+    asked = {(r["conversation"], r["question"]) for r in before}
+    pool = [{**s, "qa": [qa for qa in s["qa"] if (s["sample_id"], qa["question"]) not in asked]} for s in samples]
+    picked = stratified(pool, n, seed)
     models = ModelSettings(allow_download=False)
-    records: list[dict] = []
+    records: list[dict] = list(before)
     ingest_s: dict[str, float] = {}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="annie-locomo-qa-") as tmp:
@@ -142,7 +197,7 @@ async def run(n: int, conversations: list[str], seed: int, database_url: str | N
         vectors = EdgeVectorIndex(root / "vectors", EMBED_DIM)
         path, runtime = await AnswerPath.start(models, root)
         try:
-            for sample in samples:
+            for sample in pool:
                 questions = [qa for s, qa in picked if s is sample]
                 if not questions:
                     continue
@@ -173,9 +228,13 @@ async def run(n: int, conversations: list[str], seed: int, database_url: str | N
                     records.append(record)
                     line = "  ".join(f"{m}={record[m].get('f1', 'abst' if record[m]['abstained'] else '-')}"
                                      for m in MODES)
-                    print(f"[{sample['sample_id']} {i}/{len(questions)} cat {qa['category']}] {line} "
-                          f"({answers['annie'].seconds:.1f} s) {qa['question']!r} -> {answers['annie'].text!r}",
-                          flush=True)
+                    print(f"[{len(records) - len(before)}/{len(picked)} {sample['sample_id']} {i}/{len(questions)} "
+                          f"cat {qa['category']}] {line} ({answers['annie'].seconds:.1f} s) "
+                          f"{qa['question']!r} -> {answers['annie'].text!r} | {running(records)}", flush=True)
+                    if checkpoint is not None:
+                        partial = result_of(records, conversations, seed, models.llm_model, ingest_s,
+                                            time.perf_counter() - started, earlier)
+                        checkpoint.write_text(json.dumps({"finished": False, **partial}, indent=2) + "\n")
                 await primer.close()
                 await service.close()
         finally:
@@ -185,24 +244,8 @@ async def run(n: int, conversations: list[str], seed: int, database_url: str | N
                     await close()
                 except Exception as exc:  # noqa: BLE001 - reported, the results are kept
                     print(f"shutting down: {type(exc).__name__}: {exc}", flush=True)
-    figures = {mode: summarise(records, mode) for mode in MODES}
-    annie, alone, oracle = (figures[m].get("all_1_4", {}).get("f1", 0.0) for m in MODES)
-    return {
-        "dataset": f"LoCoMo dev split ({', '.join(conversations)}), {len(records)} questions stratified by "
-                   f"conversation and category (seed {seed})",
-        "n": len(records),
-        "model": models.llm_model,
-        "ingest_seconds": ingest_s,
-        "run_seconds": round(time.perf_counter() - started, 1),
-        "modes": {"annie": "Annie's chat answer path over the ingested memory",
-                  "alone": "the model alone: Annie's system prompt with an empty memory, no tools",
-                  "oracle": "Annie's answer path, every memory lookup returning the gold evidence turns"},
-        "figures": figures,
-        "ratios": {"annie_vs_oracle_f1_1_4": round(annie / oracle, 3) if oracle else None,
-                   "annie_vs_alone_f1_1_4": round(annie / alone, 3) if alone else None},
-        "targets": {"annie_vs_oracle_f1_1_4": 0.85, "annie_vs_alone_f1_1_4": 2.0, "abstention_5": 0.80},
-        "questions": records,
-    }
+    return result_of(records, conversations, seed, models.llm_model, ingest_s, time.perf_counter() - started,
+                     earlier)
 
 
 def main() -> None:
@@ -212,8 +255,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--database-url", default=None, help="use this PostgreSQL instead of an embedded one")
     parser.add_argument("--name", default="locomo_qa", help="the result's name (default: locomo_qa)")
+    parser.add_argument("--checkpoint", type=Path, default=None,
+                        help="write the result so far to this file after every question")
+    parser.add_argument("--continue-from", type=Path, default=None,
+                        help="an earlier result of the same code and model: its questions are left out of "
+                             "this run's sample and counted with this run's answers")
     args = parser.parse_args()
-    result = asyncio.run(run(args.samples, args.conversations, args.seed, args.database_url))
+    earlier = json.loads(args.continue_from.read_text()) if args.continue_from else None
+    result = asyncio.run(run(args.samples, args.conversations, args.seed, args.database_url, args.checkpoint,
+                             earlier))
     write_result(args.name, result)
 
 

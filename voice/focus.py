@@ -70,6 +70,12 @@ monday tuesday wednesday thursday friday saturday sunday january february march 
 september october november december annie hey hi ok okay oh well like ca wo sha
 """.split())
 _AUXILIARIES = frozenset("do does did will would can could should shall".split())
+# "What event", "which musicians", "what kind of pot": the noun after a question word is the
+# kind of thing the answer is, and the line that answers names the thing itself ("a gaming
+# party", "Bach and Mozart", "a bowl"), seldom its kind.
+_KIND_OPENERS = frozenset("what which".split())
+_KIND_NOUNS = frozenset("kind kinds sort sorts type types".split())
+_JOINERS = frozenset("and or".split())
 _QUESTION_WORDS = frozenset("what which who whom whose when where why how".split())
 # A line the user said: its speaker label ("2026-03-02 you said:") before the line's first colon.
 _USER_LINE = re.compile(r"^[^:]{0,40}\byou said:", re.IGNORECASE)
@@ -98,13 +104,22 @@ def stem(word: str) -> str:
     return w
 
 
+class _Joined(str):
+    """The stem of two neighbouring line words written as one ("road trip" -> "roadtrip")."""
+
+
 def _stems(text: str) -> list[str]:
-    return [stem(w) for w in _WORD.findall(text)]
+    """The stems of ``text``'s words, then of each two neighbouring words written as one,
+    so a compound the question writes as one word ("roadtrip") matches it written apart."""
+    words = _WORD.findall(text)
+    return [stem(w) for w in words] + [_Joined(stem(a + b)) for a, b in zip(words, words[1:], strict=False)]
 
 
 def matches(question_stem: str, line_stems: list[str]) -> bool:
-    """A question word's stem is a line word's stem, or (4+ letters) starts one."""
-    return any(s == question_stem or (len(question_stem) >= 4 and s.startswith(question_stem))
+    """A question word's stem is a line word's stem, or (4+ letters) starts one; two line
+    words written as one match only exactly."""
+    return any(s == question_stem or (len(question_stem) >= 4 and not isinstance(s, _Joined)
+                                      and s.startswith(question_stem))
                for s in line_stems)
 
 
@@ -118,6 +133,7 @@ class Phrase:
     owner_opener: str | None = None  # "my" in "my mother's phone number"
     required: int = 0  # how many of ``words`` must be supported (the rest may be a verb)
     subject: bool = False  # the subject of a do-question ("does the book club meet")
+    kind: bool = False  # the kind of thing the answer is ("what event", "which kind of pot")
 
     def spoken(self) -> str:
         """How Annie names it: "your haircut appointment", "Tom's birthday", "that"."""
@@ -137,10 +153,23 @@ def _spoken_opener(opener: str) -> str | None:
     return {"my": "your", "your": "my"}.get(opener, opener)
 
 
+def _opens_subject(lowered: list[str], aux_at: int, at: int, named: set[str]) -> bool:
+    """The determiner at ``at`` opens the subject of the do-question whose auxiliary is at
+    ``aux_at``: right after it ("does the book club meet"), or after names joined to it
+    ("did Mel and her kids make", "did Jon, Gina and their friends see")."""
+    between = lowered[aux_at + 1:at]
+    return not between or (between[-1] in _JOINERS
+                           and all(w in named or w in _JOINERS for w in between))
+
+
 @dataclass
 class Focus:
     phrases: list[Phrase]
     loose: list[str]  # content words outside noun phrases (mostly verbs)
+    # The kind of thing asked for ("event" in "What event is Nate organizing?"): not
+    # required in the lines, it counts with the loose words (one of them must be there
+    # when the question has no noun phrase).
+    kinds: list[str] = field(default_factory=list)
 
 
 def focus(question: str, names: list[str]) -> Focus:
@@ -177,9 +206,11 @@ def focus(question: str, names: list[str]) -> Focus:
                     subjects.append(current)
                 continue
             if low in _DETERMINERS or low in _PREPOSITIONS:
-                current = Phrase(low)
+                kind = low in _KIND_OPENERS or (low == "of" and i >= 2 and lowered[i - 1] in _KIND_NOUNS
+                                                and lowered[i - 2] in _KIND_OPENERS)
+                current = Phrase(low, kind=kind)
                 phrases.append(current)
-                if aux_at >= 0 and i == aux_at + 1 and low in _DETERMINERS:
+                if aux_at >= 0 and low in _DETERMINERS and _opens_subject(lowered, aux_at, i, named):
                     subjects.append(current)
                 continue
             if base in _STOP or base in named or possessive:
@@ -189,11 +220,11 @@ def focus(question: str, names: list[str]) -> Focus:
                 current.words.append(low)
             else:
                 loose.append(low)
-    kept = [p for p in phrases if p.words]
+    kept = [p for p in phrases if p.words and not p.kind]
     for p in kept:
         p.subject = any(p is s for s in subjects)
         p.required = 1 if p.subject else len(p.words)
-    return Focus(kept, loose)
+    return Focus(kept, loose, [w for p in phrases if p.kind for w in p.words])
 
 
 @dataclass
@@ -260,6 +291,7 @@ def unsupported(question: str, tool_result: str, names: list[str]) -> Gap | None
         if phrase.owner is None and not phrase.subject and asked.loose and _object_unstated(asked.loose, lines):
             continue
         return Gap(phrase)
-    if not asked.phrases and asked.loose and not any(matches(stem(w), all_stems) for w in asked.loose):
+    others = asked.loose + asked.kinds
+    if not asked.phrases and others and not any(matches(stem(w), all_stems) for w in others):
         return Gap(None)
     return None

@@ -89,6 +89,11 @@ def parse_tool_calls(text: str, known: Iterable[str] | None = None) -> list[Tool
     return calls
 
 
+def _keyed(block: str) -> bool:
+    """The brace opens a JSON object (a quoted key follows it), not braces in prose."""
+    return block.lstrip("{ \n").startswith('"')
+
+
 def _balanced_end(text: str) -> int:
     """Index just past the JSON object starting at text[0], or -1 while it is open."""
     depth, in_string, escaped = 0, False, False
@@ -121,10 +126,14 @@ class ToolTextFilter:
         self._pending = ""
         self._state = _State.TEXT
         self._closer = ""
+        self._strays = False  # after a broken tool call: closing brackets left over are dropped
 
     @property
     def in_tool_call(self) -> bool:
-        """Inside a tool-call tag the model has opened (``<tool_call>``), not yet closed."""
+        """Inside a tool call the model has opened and not yet closed: a tool-call tag
+        (``<tool_call>``) or a bare JSON object (``{"name": ...``)."""
+        if self._state is _State.BRACE:
+            return _keyed(self._pending)
         return self._state is _State.TAG and self._closer in ("</tool_call>", "<|/tool_call|>")
 
     def _hold(self, block: str) -> None:
@@ -135,6 +144,13 @@ class ToolTextFilter:
         self._pending += chunk
         out: list[str] = []
         while self._pending:
+            if self._state is _State.TEXT and self._strays:
+                stripped = self._pending.lstrip("}]")
+                if not stripped:  # only closers so far: drop them and wait for more
+                    self._pending = ""
+                    break
+                self._pending, self._strays = stripped, False
+                continue
             if self._state is _State.TEXT:
                 hits = [(self._pending.find(m), m) for m in _OPENERS]
                 hits = [(i, m) for i, m in hits if i != -1]
@@ -157,7 +173,13 @@ class ToolTextFilter:
                 try:
                     json.loads(block)
                 except json.JSONDecodeError:
-                    out.append(block)  # braces in ordinary text: say it
+                    if _keyed(block):
+                        # JSON the model got wrong ("]" written as "}"): never spoken, nor
+                        # the closers it has left over.
+                        self._hold(block)
+                        self._strays = True
+                    else:
+                        out.append(block)  # braces in ordinary text: say it
                 else:
                     self._hold(block)
                 self._state = _State.TEXT
@@ -180,7 +202,7 @@ class ToolTextFilter:
             return ""
         if state is _State.TEXT:
             return rest
-        if state is _State.BRACE and not rest.lstrip("{ \n").startswith('"'):
+        if state is _State.BRACE and not _keyed(rest):
             return rest  # an unclosed brace in ordinary text
         self._hold(rest)  # an unterminated block is still never spoken
         return ""

@@ -137,3 +137,36 @@ async def test_the_agent_answers_a_question_memory_does_not_support_without_the_
     text, tools = await turn(agent, "Where did I park my bike?")
     assert [t.name for t in tools] == ["search_memory"]
     assert text == "I don't have anything about your bike in my memory."
+
+
+def test_the_kind_of_thing_asked_for_need_not_be_in_the_lines():
+    party = "2022-06-03 Nate said: I'm organizing a gaming party two weekends later - it'll be hectic but fun!"
+    assert gap("What event is Nate organizing in June?", party) is None
+    clay = "2023-07-15 Melanie said: The kids made a bowl with clay, they loved it!"
+    assert gap("What kind of pot did Melanie and her kids make with clay?", clay) is None
+    asked = focus("Which classical musicians does Melanie enjoy?", ["Melanie"])
+    assert asked.phrases == [] and asked.kinds == ["classical", "musicians"]
+    # With nothing else asked about, the kind still has to be there (or one of the verbs).
+    assert gap("What pets does Nate have?", "- Nate said: The review moved to Thursday.") == (
+        "I don't have anything about that in my memory.")
+    # A thing the question names besides its kind is still required.
+    assert gap("Which restaurant did Tom suggest for my birthday?", "- Tom said: Nopa is great for dinner.") == (
+        "I don't have anything about your birthday in my memory.")
+
+
+def test_a_subject_joined_to_a_name_needs_only_its_first_word():
+    camping = "2023-07-20 Melanie said: Our camping trip last year: we saw the Perseid meteor shower with the family."
+    assert gap("What did Melanie and her family see during their camping trip last year?", camping) is None
+    assert [p.required for p in focus("What did Melanie and her family see?", ["Melanie"]).phrases] == [1]
+    # Not joined to a name: "the car" is an object, all of it required.
+    assert gap("Where did Melanie park the old car?", "- Melanie said: I parked the bike on level 3.") == (
+        "I don't have anything about the old car in my memory.")
+
+
+def test_a_compound_written_as_one_word_matches_it_written_apart():
+    trip = "2023-10-20 Melanie said: We went hiking yesterday, a nice way to relax after the road trip."
+    assert gap("When did Melanie go on a hike after the roadtrip?", trip) is None
+    assert gap("When did Melanie go on a hike after the boattrip?", trip) == (
+        "I don't have anything about the boattrip in my memory.")
+    # Two words written as one match only whole: "roadtr" does not start "road trip".
+    assert gap("When was the roadtr?", trip) == "I don't have anything about the roadtr in my memory."

@@ -49,6 +49,17 @@ def test_unterminated_block_is_never_spoken():
     assert out == "Checking. "
 
 
+def test_a_tool_call_with_broken_json_is_never_spoken():
+    # The bundled model closed a table's rows with one bracket short: balanced braces, no JSON.
+    broken = ('{"name": "render_table", "arguments": {"title": "Trips", "columns": ["Date", "Thought"], '
+              '"rows": [["2023-10-20", "Freaked out"], ["2023-05-08", "Talk soon!"]}}}')
+    for split in ([broken], chars(broken)):
+        out, f = run(split)
+        assert out == "" and f.calls == [] and len(f.held) == 1
+    out, _ = run(["Sure. " + broken + " Done."])
+    assert out == "Sure.  Done."
+
+
 def test_braces_in_prose_are_spoken():
     out, _ = run(["I like {curly} braces."])
     assert out == "I like {curly} braces."
@@ -80,3 +91,10 @@ def test_a_tool_call_tag_is_known_as_soon_as_it_opens():
     thinking = ToolTextFilter({"search_memory"})
     thinking.feed("<think>the user asks")
     assert not thinking.in_tool_call  # thinking is held back too, but it is not a tool call
+    bare = ToolTextFilter({"render_table"})
+    assert bare.feed("{") == "" and not bare.in_tool_call  # a brace alone may be prose
+    bare.feed('"name": "render_table", "arguments": {"rows": [')
+    assert bare.in_tool_call
+    prose = ToolTextFilter({"render_table"})
+    prose.feed("I like {curly")
+    assert not prose.in_tool_call
