@@ -1,11 +1,12 @@
 """How a memory lookup is laid out in the answer prompt: a rendered tool call and response
-against a note after the question, same lines, same model, same run.
+against a note after the question, and the note with relative times resolved ("yesterday
+(7 May 2023)"), same lines, same model, same run.
 
 Replays the lookups of recorded answer runs (``benchmarks/results/everyday_qa.json``, the
 single-chat run, and ``benchmarks/results/locomo_qa.json`` if present: Annie's answers),
 so retrieval is held fixed and only the layout differs. A question the focus and name
 checks answer without the model (:func:`voice.agent.grounded`) is the same either way and
-left out. For each question both layouts are asked, in alternating order; scored as the
+left out. For each question every layout is asked, each going first in turn; scored as the
 recorded runs are (the expected words and abstention for the everyday set, token F1 for
 LoCoMo categories 1-4 and abstention for category 5), with the prompt tokens the server
 read and the time to the first token.
@@ -27,6 +28,7 @@ from typing import Any
 
 from benchmarks.answer_scoring import abstains, has_words, locomo_f1
 from benchmarks.common import RESULTS, percentiles, write_result
+from memory.dated_text import with_dates
 from models.llm_client import LLMClient
 from models.settings import ModelSettings
 from voice.agent import LOOKUPS, grounded, llm_messages, tool_exchange, tool_note
@@ -36,8 +38,29 @@ from voice.textfilter import ToolCall
 from voice.tools import ToolResult
 
 EVERYDAY = Path(__file__).parent / "data" / "everyday_qa.json"
-LAYOUTS = {"tool_call": tool_exchange, "note": tool_note}
 _DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})", re.MULTILINE)
+_LINE = re.compile(r"^(?P<day>\d{4}-\d{2}-\d{2}) (?P<who>[^:]{1,60}?(?: said)?): (?P<words>.*)$")
+
+
+def dated(result: ToolResult) -> ToolResult:
+    """The recorded lines as they read now: relative times in what was said followed by
+    their day (:mod:`memory.dated_text`), the day taken at noon (the lines keep no hour)."""
+    lines = []
+    for line in result.text.splitlines():
+        m = _LINE.match(line)
+        if m is None or m["who"] == "fact":
+            lines.append(line)
+            continue
+        said_at = datetime.fromisoformat(m["day"]).replace(hour=12, tzinfo=UTC)
+        lines.append(f"{m['day']} {m['who']}: {with_dates(m['words'], said_at)}")
+    return ToolResult(result.name, result.arguments, "\n".join(lines), result.table, result.ok)
+
+
+LAYOUTS = {
+    "tool_call": tool_exchange,
+    "note": tool_note,
+    "note_dated": lambda call, result: tool_note(call, dated(result)),
+}
 
 
 def everyday_cases() -> list[dict[str, Any]]:
@@ -122,8 +145,9 @@ async def run(llm: LLMClient, cases: list[dict[str, Any]]) -> dict[str, Any]:
             skipped["answered_without_the_model"] += 1
             continue
         system = system_prompt("", ToolRouting.SCHEMA, now_for(case, result))
-        row: dict[str, Any] = {"set": case["set"], "kind": kind(case), "question": case["question"]}
-        order = list(LAYOUTS) if i % 2 else list(reversed(LAYOUTS))
+        row: dict[str, Any] = {"set": case["set"], "kind": kind(case), "question": case["question"],
+                               "dates_resolved": dated(result).text != result.text}
+        order = list(LAYOUTS)[i % len(LAYOUTS):] + list(LAYOUTS)[:i % len(LAYOUTS)]  # each goes first in turn
         for layout in order:
             messages = [{"role": "system", "content": system}, {"role": "user", "content": case["question"]},
                         *LAYOUTS[layout](call, result), *notes]
@@ -139,6 +163,13 @@ async def run(llm: LLMClient, cases: list[dict[str, Any]]) -> dict[str, Any]:
         mine = [r for r in rows if r["kind"] == group]
         figures[group] = {"n": len(mine), **{layout: round(sum(r[layout]["score"] for r in mine) / len(mine), 4)
                                              for layout in LAYOUTS}}
+    # Where resolving dates changed the lines: elsewhere note and note_dated read the same
+    # prompt, and any difference between them is the sampling's (temperature as Annie's).
+    changed = [r for r in rows if r["dates_resolved"]]
+    if changed:
+        figures["lines with a resolved date"] = {
+            "n": len(changed), **{layout: round(sum(r[layout]["score"] for r in changed) / len(changed), 4)
+                                  for layout in LAYOUTS}}
     for layout in LAYOUTS:
         figures[layout] = {
             "prompt_tokens_read": {key.removesuffix("_ms"): value for key, value in
@@ -171,7 +202,9 @@ async def main() -> None:
             await runtime.close()
     write_result("lookup_layout", {"model": client.model, "layouts": {
         "tool_call": "the lookup as the chat template renders a tool call and its response",
-        "note": "the lookup's lines as a short note after the question (what Annie does)"}, **result})
+        "note": "the lookup's lines as a short note after the question",
+        "note_dated": "the note with 'yesterday', 'last ...' and '... ago' followed by their day (what Annie does)"},
+        **result})
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from datetime import datetime
 
 import asyncpg
 
+from memory.dated_text import with_dates
 from memory.disclosure import WITHHELD, Disclosure, entity_is_sensitive, sensitive_fact_ids
 from memory.graph import current_facts, find_entity
 from memory.names import normalize_name
@@ -36,13 +37,19 @@ TOOL_SCHEMAS: list[dict] = [
 ]
 
 
+def _words(hit: MemoryHit) -> str:
+    words = " ".join(hit.text.split())
+    return with_dates(words, hit.timestamp) if hit.kind == "segment" else words
+
+
 def hit_lines(hits: Iterable[MemoryHit]) -> str:
     """One line per hit: its day, who said it, the words. No ids: a segment id costs the
     model about 15 tokens a line to read (about 0.3 s on two cores) and no answer uses it;
-    ``/v1/context`` gives the ids."""
+    ``/v1/context`` gives the ids. In what was said, "yesterday", "last ..." and "... ago"
+    are followed by the day they meant (:mod:`memory.dated_text`)."""
     lines = [
         f"{h.timestamp:%Y-%m-%d} {said_by(h.speaker) if h.kind == 'segment' else 'fact'}: "
-        f"{' '.join(h.text.split())[:LINE_CHARS]}"
+        f"{_words(h)[:LINE_CHARS]}"
         for h in hits
     ]
     return "\n".join(lines) if lines else "No memories found."
