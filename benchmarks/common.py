@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
 import statistics
+import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
+
+from models.llm_client import LLMClient
+from models.settings import ModelSettings
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -47,3 +53,19 @@ class Timer:
 
     def __exit__(self, *exc) -> None:
         self.seconds = time.perf_counter() - self.start
+
+
+@contextlib.asynccontextmanager
+async def benchmark_llm(url: str | None, model: str = "local") -> AsyncIterator[LLMClient]:
+    """A client to ``url`` (an OpenAI-compatible endpoint), or else to the managed
+    llama-server with the bundled model, started here and stopped on the way out."""
+    if url:
+        yield LLMClient(url, model)
+        return
+    from models.llm_runtime import start_llm
+    settings = ModelSettings(llm_base_url=None, ollama_host=None, allow_download=False)
+    runtime = await start_llm(settings, Path(tempfile.mkdtemp(prefix="annie-bench-")))
+    try:
+        yield runtime.client
+    finally:
+        await runtime.close()

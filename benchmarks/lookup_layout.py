@@ -20,17 +20,15 @@ import argparse
 import asyncio
 import json
 import re
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from benchmarks.answer_scoring import abstains, has_words, locomo_f1
-from benchmarks.common import RESULTS, percentiles, write_result
+from benchmarks.common import RESULTS, benchmark_llm, percentiles, write_result
 from memory.dated_text import with_dates
 from models.llm_client import LLMClient
-from models.settings import ModelSettings
 from voice.agent import LOOKUPS, grounded, llm_messages, tool_exchange, tool_note
 from voice.prompts import system_prompt
 from voice.settings import ToolRouting, VoiceSettings
@@ -187,19 +185,8 @@ async def main() -> None:
     args = parser.parse_args()
     sets = [everyday_cases(), locomo_cases()]
     cases = [c for found in sets for c in (found[: args.limit] if args.limit else found)]
-    runtime = None
-    if args.llm_url:
-        client = LLMClient(args.llm_url, args.llm_model)
-    else:
-        from models.llm_runtime import start_llm
-        settings = ModelSettings(llm_base_url=None, ollama_host=None, allow_download=False)
-        runtime = await start_llm(settings, Path(tempfile.mkdtemp(prefix="annie-bench-")))
-        client = runtime.client
-    try:
+    async with benchmark_llm(args.llm_url, args.llm_model) as client:
         result = await run(client, cases)
-    finally:
-        if runtime:
-            await runtime.close()
     write_result("lookup_layout", {"model": client.model, "layouts": {
         "tool_call": "the lookup as the chat template renders a tool call and its response",
         "note": "the lookup's lines as a short note after the question",

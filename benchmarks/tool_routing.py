@@ -21,7 +21,7 @@ import time
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from benchmarks.common import percentiles, write_result
+from benchmarks.common import benchmark_llm, percentiles, write_result
 from memory.briefing import format_briefing
 from memory.retrieval.types import MemoryHit
 from models.embed import Embedder, resolve_embed
@@ -117,19 +117,8 @@ async def main() -> None:
     parser.add_argument("--llm-model", default="local")
     args = parser.parse_args()
     modes = list(args.modes)
-    runtime = None
-    if args.llm_url:
-        client = LLMClient(args.llm_url, args.llm_model)
-    else:
-        from models.llm_runtime import start_llm
-        settings = ModelSettings(llm_base_url=None, ollama_host=None, allow_download=False)
-        runtime = await start_llm(settings, Path(tempfile.mkdtemp(prefix="annie-bench-")))
-        client = runtime.client
-    try:
+    async with benchmark_llm(args.llm_url, args.llm_model) as client:
         results = await run(client, modes)
-    finally:
-        if runtime:
-            await runtime.close()
     write_result("tool_routing", {"model": client.model, "dataset": str(DATA.relative_to(Path(__file__).parent.parent)),
                                   "modes": results})
 
