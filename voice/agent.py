@@ -21,6 +21,7 @@ import openai
 
 from memory.disclosure import memory_for
 from models.llm_client import LLMClient, LLMOutputError
+from voice.attribution import lent
 from voice.focus import focus, unsupported
 from voice.forget_turn import ForgetConversation
 from voice.grounding import asked_names, missing_names, missing_note, not_in_memory
@@ -184,7 +185,8 @@ def tool_exchange(call: ToolCall, result: ToolResult) -> list[dict[str, Any]]:
 def grounded(question: str, result: ToolResult, convo: list[dict[str, Any]]) -> str | None:
     """After a memory lookup: the fixed reply when memory returned nothing about what was
     asked (no name asked about is there: :mod:`voice.grounding`; what the question asks
-    about is not supported by the lines: :mod:`voice.focus`), else None; when only some
+    about is not supported by the lines: :mod:`voice.focus`; what it asks one person about
+    is only what someone else said of themselves: :mod:`voice.attribution`), else None; when only some
     of the names asked about were found, a note for the model is added to ``convo``."""
     found, missing = missing_names(question, result.text)
     if missing and not found:
@@ -194,6 +196,9 @@ def grounded(question: str, result: ToolResult, convo: list[dict[str, Any]]) -> 
     if (gap := unsupported(question, result.text, found + missing)) is not None:
         log.info("memory returned nothing that supports %r; answering that it is not in memory", gap.reply())
         return gap.reply()
+    if not missing and (other := lent(focus(question, found), found, result.text)) is not None:
+        log.info("what was asked about %s is what %s said of themselves; saying so", other.asked, other.owner)
+        return other.reply()
     if missing:
         convo.append({"role": "system", "content": missing_note(missing)})
     return None

@@ -108,7 +108,7 @@ class _Joined(str):
     """The stem of two neighbouring line words written as one ("road trip" -> "roadtrip")."""
 
 
-def _stems(text: str) -> list[str]:
+def stems_of(text: str) -> list[str]:
     """The stems of ``text``'s words, then of each two neighbouring words written as one,
     so a compound the question writes as one word ("roadtrip") matches it written apart."""
     words = _WORD.findall(text)
@@ -250,7 +250,7 @@ def _supported(phrase: Phrase, lines: list[str], all_stems: list[str]) -> bool:
     if not matches(owner, all_stems):
         return False  # the owner is not there at all (a name: voice.grounding speaks of it)
     for line in lines:
-        line_stems = _stems(line)
+        line_stems = stems_of(line)
         if not all(matches(s, line_stems) for s in needed):
             continue
         if matches(owner, line_stems):
@@ -282,7 +282,7 @@ def unsupported(question: str, tool_result: str, names: list[str]) -> Gap | None
     support (see the module's rules), or None when all of it is supported."""
     asked = focus(question, names)
     lines = _lines(tool_result)
-    all_stems = [s for line in lines for s in _stems(line)]
+    all_stems = [s for line in lines for s in stems_of(line)]
     # The last phrase a question names is most often what it asks about ("What did my
     # boss say about my promotion?"): that is the one Annie says she has nothing about.
     for phrase in reversed(asked.phrases):

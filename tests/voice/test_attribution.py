@@ -1,0 +1,105 @@
+"""What a question asks one person about must not be only what someone else said of
+themselves (:mod:`voice.attribution`): fixed questions on fixed memory lines, answerable
+counter-examples, a property over generated lines, and the agent's reply without the model."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.voice.support import FixedMemory, voice_settings
+from tests.voice.test_grounding import turn, unreachable_llm
+from voice.agent import grounded
+from voice.attribution import lent
+from voice.focus import focus
+from voice.grounding import missing_names
+from voice.tools import ToolResult
+
+RACE = "2023-06-12 Melanie said: I ran a charity race for mental health last Saturday, it felt so rewarding."
+
+
+def reply(question: str, *lines: str) -> str | None:
+    text = "\n".join(lines)
+    found, missing = missing_names(question, text)
+    if missing:
+        return None
+    other = lent(focus(question, found), found, text)
+    return None if other is None else other.reply()
+
+
+def test_another_speakers_own_words_are_not_the_person_asked_about():
+    caroline = "2023-06-12 Caroline said: That's amazing, Mel! How did it go?"
+    assert reply("What did Caroline realize after her charity race?", RACE, caroline) == (
+        "I don't remember Caroline talking about her charity race; Melanie did.")
+    assert reply("What did Melanie realize after her charity race?", RACE, caroline) is None
+
+
+def test_a_call_to_the_person_is_not_about_them_but_naming_them_is():
+    called = "2023-06-12 Melanie said: Thanks, Caroline! I ran a charity race last Saturday."
+    assert reply("What did Caroline realize after her charity race?", called) is not None
+    together = "2023-06-12 Melanie said: I ran a charity race with Caroline last Saturday."
+    assert reply("What did Caroline realize after her charity race?", together) is None
+
+
+def test_words_spoken_to_or_about_someone_may_be_theirs():
+    to_her = "2023-06-12 Melanie said: Your charity race was amazing, I was so proud of you."
+    assert reply("What did Caroline realize after her charity race?", to_her) is None
+    about_him = "2023-06-12 Melanie said: He ran a charity race for his school."
+    assert reply("Why did Jon run the charity race?", about_him, "2023-06-12 Jon said: Hi there.") is None
+
+
+def test_the_users_own_words_are_not_someone_elses():
+    mine = "2026-03-02 you said: I booked the camping trip for the first weekend of May."
+    assert reply("What did Tom say about the camping trip?", mine, "2026-03-01 Tom said: See you then.") == (
+        "I don't remember Tom talking about the camping trip; you did.")
+
+
+def test_questions_about_two_people_or_without_a_person_are_left_to_the_model():
+    assert reply("Did Caroline and Melanie talk about the charity race?", RACE,
+                 "2023-06-12 Caroline said: Hello.") is None
+    assert reply("What did I realize after the charity race?", RACE) is None
+    fact = "2023-06-12 fact: Melanie ran a charity race."
+    assert reply("When did Caroline run the charity race?", fact, "2023-06-12 Caroline said: Hello.") is None
+
+
+def test_a_question_without_a_noun_phrase_is_left_to_the_model():
+    painted = "2023-05-08 Melanie said: I painted a lake sunrise last year, my favourite."
+    assert reply("When did Caroline paint?", painted, "2023-05-08 Caroline said: Wow.") is None
+
+
+def test_a_short_name_is_the_speaker_it_starts_and_calls_end_with_a_comma_or_bang():
+    pottery = "2023-07-15 Melanie said: Last Fri I took my kids to a pottery workshop. We all made our own pots."
+    assert reply("What did Mel and her kids make during the pottery workshop?", pottery) is None
+    cool = "2022-06-03 Nate said: That's really cool Joanna! I'm getting everyone custom controller decorations."
+    assert reply("What did Joanna get for the custom controller decorations?", cool,
+                 "2022-06-03 Joanna said: Sounds fun.") == (
+        "I don't remember Joanna talking about the custom controller decorations; Nate did.")
+
+
+def test_grounded_gives_the_reply_before_the_model():
+    result = ToolResult("search_memory", {"query": "Caroline charity race"},
+                        RACE + "\n2023-06-12 Caroline said: Wow, how did it go?")
+    assert grounded("What did Caroline realize after her charity race?", result, []) == (
+        "I don't remember Caroline talking about her charity race; Melanie did.")
+
+
+_words = st.lists(st.sampled_from(["race", "charity", "I", "my", "ran", "we", "the", "park", "loved", "it"]),
+                  min_size=1, max_size=12)
+
+
+@given(st.lists(_words, min_size=1, max_size=4))
+def test_lines_the_person_said_are_never_lent(lines):
+    """Whatever their words, lines the person asked about said are theirs."""
+    text = "\n".join(f"2023-06-12 Caroline said: {' '.join(words)}." for words in lines)
+    assert reply("What did Caroline say about the charity race?", text) is None
+
+
+async def test_the_agent_says_who_it_was_without_the_model(intent_router, tmp_path):
+    from voice.agent import Agent
+
+    memory = FixedMemory(["I ran a charity race for mental health last Saturday.", "Wow, a race! How did it go?"])
+    memory.hits[0].speaker, memory.hits[1].speaker = "Melanie", "Caroline"
+    agent = Agent(unreachable_llm(), memory, voice_settings(tmp_path), intent_router)
+    text, tools = await turn(agent, "What did Caroline say about her charity race?")
+    assert [t.name for t in tools] == ["search_memory"]
+    assert text == "I don't remember Caroline talking about her charity race; Melanie did."

@@ -1,0 +1,115 @@
+"""Whose is what a question asks about? A cheap check after the focus check, no model call.
+
+People ask about one person what another said, and so do LoCoMo's adversarial questions:
+"What did Caroline realize after her charity race?" when the race was Melanie's. Memory
+returns Melanie's lines about her race, every word the question asks about is there
+(:mod:`voice.focus` passes), and the small model answers as if they were Caroline's. So
+when a question asks about one person, and every line that holds what it asks about is
+someone else speaking of themselves, Annie says she does not remember that person
+talking about it, and who did; the model is not asked.
+
+A line holding what is asked about may be about the person asked about when that person
+said it, when it names them (not only calls to them: "Thanks, Caroline! I ran ..." is
+Melanie's), or when it speaks of someone else ("you", "your", "she", "his"): in a talk of
+two, "you" is the other one. A line another speaker said in the first person only ("I
+ran a charity race", "my kids loved it") is that speaker's own. Fact lines have no
+speaker and decide nothing; a question naming two or more people is left to the model.
+
+What "holds what is asked about" means comes from :mod:`voice.focus`: a line with every
+required word of one of the question's noun phrases. A question without a noun phrase
+("When did Caroline paint?") is left to the model: its verbs are said in too many ways
+for a missing one to mean much (on LoCoMo's dev questions checking them stopped about
+as many answerable questions as adversarial ones).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from voice.focus import Focus, matches, stem, stems_of
+
+# "2026-03-02 Melanie said: ...", "2026-03-02 you said: ..."
+_SAID = re.compile(r"^\S+\s+(?P<who>[^:]{1,60}?) said:\s*(?P<words>.*)$")
+_WORD = re.compile(r"[^\W\d_][\w'’]*")
+_FIRST = frozenset("i me my mine myself we us our ours ourselves i'm i've i'd i'll we're we've we'd we'll".split())
+# Someone other than the speaker, who may be the person asked about ("they", "their" are
+# left out: mostly the speaker's own family or friends, "my kids ... their school").
+_OTHERS = frozenset("""you your yours yourself yourselves you're you've you'd you'll he him his himself she her hers
+herself he's she's""".split())
+_GREETINGS = "hey|hi|hello|thanks|thank you|wow|oh|yeah|yes|congrats|congratulations|sorry|dear|ok|okay|aw+|great|good"
+
+
+@dataclass(frozen=True)
+class Lent:
+    """What the question asks ``asked`` about is in memory as what ``owner`` said of themselves."""
+
+    asked: str
+    what: str
+    owner: str
+
+    def reply(self) -> str:
+        return f"I don't remember {self.asked} talking about {self.what}; {self.owner} did."
+
+
+@dataclass(frozen=True)
+class _Line:
+    speaker: str
+    words: str
+
+
+def _said(line: str) -> _Line | None:
+    m = _SAID.match(line.strip())
+    return _Line(m.group("who").strip(), m.group("words")) if m else None
+
+
+def _names(name: str, words: str) -> bool:
+    """``name`` (or a longer name it starts, "Mel" / "Melanie") is in ``words`` other than
+    as a call to them: followed by "," or "!" ("Wow Caroline, ...", "That's cool, Jo!"),
+    or opening what is said, or after a greeting ("Thanks Caroline.")."""
+    name = re.escape(name) + r"\w*"
+    mention = re.compile(r"(?<!\w)" + name + r"(?:['’]s)?(?!\w)", re.IGNORECASE)
+    call = re.compile(r"(?<!\w)" + name + r"\s*[,!]|(?:^|[,.!?;]\s*|\b(?:" + _GREETINGS + r")\s*,?\s*)"
+                      + name + r"\s*(?:[.?;]|$)", re.IGNORECASE)
+    return len(mention.findall(words)) > len(call.findall(words))
+
+
+def _is(speaker: str, name: str) -> bool:
+    """The speaker label is the person named (or a longer name it starts: "Mel" / "Melanie")."""
+    return speaker.casefold().startswith(name.casefold())
+
+
+def _speakers_own(line: _Line, asked: str) -> bool:
+    """Another speaker's words about themselves only: first person, no one else spoken of."""
+    if _is(line.speaker, asked) or _names(asked, line.words):
+        return False
+    lowered = {w.casefold().replace("’", "'") for w in _WORD.findall(line.words)}
+    return bool(lowered & _FIRST) and not lowered & _OTHERS
+
+
+def _holding(asked: Focus, lines: list[_Line]) -> list[tuple[str, list[_Line]]]:
+    """For each noun phrase: how it is said back, and the lines that hold it."""
+    out = []
+    for phrase in asked.phrases:
+        needed = [stem(w) for w in phrase.words[: phrase.required]]
+        held = [line for line in lines if all(matches(s, stems_of(line.words)) for s in needed)]
+        out.append((phrase.spoken(), held))
+    return out
+
+
+def lent(asked: Focus, names: list[str], tool_result: str) -> Lent | None:
+    """``names``: the names the question asks about that memory returned. A :class:`Lent`
+    when the question asks about one person and what it asks about is only in lines
+    another speaker said of themselves, else None. The person is the one name, or of
+    several ("What did Nate see near Fort Wayne?") the one that speaks in the lines."""
+    lines = [said for line in tool_result.splitlines() if (said := _said(line)) is not None]
+    speaking = [n for n in names if any(_is(line.speaker, n) for line in lines)]
+    people = names if len(names) == 1 else speaking
+    if len(people) != 1:
+        return None
+    person = people[0]
+    for what, held in _holding(asked, lines):
+        if held and all(_speakers_own(line, person) for line in held):
+            owner = held[0].speaker
+            return Lent(person, what, "you" if owner.casefold() == "you" else owner)
+    return None
