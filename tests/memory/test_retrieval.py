@@ -178,3 +178,20 @@ async def test_bm25_ors_the_words_and_rare_words_weigh_most(memory, pool):
     # the segments, adds to a score but selects nothing alone
     assert [h.id for h in hits[:2]] == ["talk/k2", "talk/k1"]
     assert len(hits) == 2
+
+
+async def test_a_question_of_common_words_only_is_selected_by_its_rarest(memory, pool):
+    # every turn says "near"; "gym" is in a third of them, "dentist" in a fifth: all common
+    turns = [(f"t{i}", "Me", f"We met near the {'gym' if i % 3 == 0 else 'park'}"
+                             f"{' about the dentist' if i % 5 == 0 else ''} on day {i}.", i * 4, i * 4 + 3)
+             for i in range(60)]
+    write(memory.settings.transcripts_dir, payload("talk", turns, started=T0))
+    await memory.ingest_session("talk")
+    await pool.execute("ANALYZE segments")
+    hits = await memory.search(SearchRequest(query="the dentist near the gym", now=T0, recipe=RecipeName.BM25,
+                                             limit=50))
+    # only the turns with the rarest word are read (not every turn with "near" or "gym"),
+    # and among them those that also hold "gym" rank first
+    assert {h.id for h in hits} == {f"talk/t{i}" for i in range(0, 60, 5)}
+    best = sorted(hits, key=lambda h: -h.score)[:4]  # by score: the recipe's MMR reorders for variety
+    assert {h.id for h in best} == {f"talk/t{i}" for i in range(0, 60, 15)}
