@@ -89,29 +89,43 @@ async def complete(conn: asyncpg.Connection | asyncpg.Pool, job: Job) -> None:
     )
 
 
+# A running job that would go back to the queue while the same work was queued again
+# meanwhile (more segments arrived for its session) is superseded by that twin instead:
+# at most one queued job per (kind, key).
+_QUEUED_TWIN = """EXISTS (SELECT 1 FROM jobs q WHERE q.state = 'queued' AND q.kind = jobs.kind
+                                  AND q.dedup_key = jobs.dedup_key AND q.id <> jobs.id)"""
+SUPERSEDED = "superseded by a queued job"
+
+
 async def fail(conn: asyncpg.Connection | asyncpg.Pool, job: Job, error: str) -> str:
-    """Record a failure: back to the queue after a backoff, or dead. Returns the new state."""
+    """Record a failure: back to the queue after a backoff, or dead, or done when the same
+    work is already queued again (see ``SUPERSEDED``). Returns the new state."""
     dead = job.attempts >= job.max_attempts
     delay = 0.0 if dead else backoff_seconds(job.attempts)
     return await conn.fetchval(
-        """UPDATE jobs SET state = CASE WHEN $2 THEN 'dead' ELSE 'queued' END,
+        f"""UPDATE jobs SET state = CASE WHEN $2 THEN 'dead' WHEN {_QUEUED_TWIN} THEN 'done' ELSE 'queued' END,
                   run_after = now() + make_interval(secs => $3), lease_until = NULL,
-                  last_error = $4, updated_at = now(),
-                  finished_at = CASE WHEN $2 THEN now() END
+                  last_error = CASE WHEN NOT $2 AND {_QUEUED_TWIN} THEN $4 || '; ' || $5 ELSE $4 END,
+                  updated_at = now(),
+                  finished_at = CASE WHEN $2 OR {_QUEUED_TWIN} THEN now() END
            WHERE id = $1
            RETURNING state""",
-        job.id, dead, delay, error[:2000],
+        job.id, dead, delay, error[:2000], SUPERSEDED,
     )
 
 
 async def release(conn: asyncpg.Connection | asyncpg.Pool, job: Job, reason: str = "released at shutdown") -> None:
-    """Put a job interrupted by shutdown back in the queue; the interrupted try does not
-    count as an attempt (the job did not fail: it was stopped)."""
+    """Put a job interrupted by shutdown back in the queue (or mark it done when the same
+    work is queued again); the interrupted try does not count as an attempt (the job did
+    not fail: it was stopped)."""
     await conn.execute(
-        """UPDATE jobs SET state = 'queued', attempts = GREATEST(attempts - 1, 0), lease_until = NULL,
-                  leased_by = NULL, run_after = now(), updated_at = now(), last_error = $2
+        f"""UPDATE jobs SET state = CASE WHEN {_QUEUED_TWIN} THEN 'done' ELSE 'queued' END,
+                  attempts = GREATEST(attempts - 1, 0), lease_until = NULL,
+                  leased_by = NULL, run_after = now(), updated_at = now(),
+                  last_error = CASE WHEN {_QUEUED_TWIN} THEN $2 || '; ' || $3 ELSE $2 END,
+                  finished_at = CASE WHEN {_QUEUED_TWIN} THEN now() END
            WHERE id = $1 AND state = 'running'""",
-        job.id, reason,
+        job.id, reason, SUPERSEDED,
     )
 
 

@@ -101,3 +101,23 @@ async def test_run_until_idle_drains_the_queue(pool):
         await jobs.enqueue(pool, "k", str(i))
     await JobWorker(pool, {"k": handler}).run_until_idle(10)
     assert sorted(seen) == ["0", "1", "2"]
+
+
+async def test_a_failed_or_released_job_whose_work_was_queued_again_is_superseded(pool):
+    for end in ("fail", "release"):
+        key = f"s-{end}"
+        await jobs.enqueue(pool, "extract", key, max_attempts=3)
+        job = await jobs.lease(pool, "w")
+        twin = await jobs.enqueue(pool, "extract", key)  # more of the session arrived meanwhile
+        if end == "fail":
+            assert await jobs.fail(pool, job, "LLM unreachable") == "done"
+        else:
+            await jobs.release(pool, job)
+        row = await pool.fetchrow("SELECT state, last_error FROM jobs WHERE id = $1", job.id)
+        assert row["state"] == "done" and row["last_error"].endswith(jobs.SUPERSEDED)
+        again = await jobs.lease(pool, "w")
+        assert again.id == twin
+        await jobs.complete(pool, again)
+    # with no twin, a failure still goes back to the queue
+    await jobs.enqueue(pool, "extract", "alone", max_attempts=3)
+    assert await jobs.fail(pool, await jobs.lease(pool, "w"), "LLM unreachable") == "queued"
