@@ -62,6 +62,8 @@ class SearchRecipe:
     leg_weights: tuple[tuple[Leg, float], ...] = ()  # a leg not listed weighs 1.0
     time_aware: bool = True  # read dates and relative times in the question (see time_hints)
     window_weight: float = 1.0  # the weight of a leg's rerun inside the question's time window
+    # the weight of a leg's rerun over the turns of the one speaker the question names (0: none)
+    speaker_weight: float = 1.0
     context: ContextConfig | None = None
 
     def with_(self, **changes) -> SearchRecipe:

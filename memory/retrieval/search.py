@@ -7,7 +7,8 @@ The keyword and session legs come from one query when a recipe has both
 The question is first read for time (:mod:`memory.retrieval.time_hints`): its time
 phrases are taken out of the searched text, a window it names reruns every leg inside
 that window (both runs fused, so hits inside the window rise without hiding the rest),
-and "lately"-type questions get strong recency. An explicit filter window from the
+and "lately"-type questions get strong recency. A question naming one speaker of memory
+reruns every leg over that speaker's turns the same way (:mod:`memory.retrieval.speakers`). An explicit filter window from the
 caller replaces the question's. A leg that fails (the vector index down, the embedding model not loaded yet) is
 logged and contributes nothing; the others still answer.
 """
@@ -30,6 +31,7 @@ from memory.retrieval.fusion import rrf
 from memory.retrieval.graph_leg import graph_leg
 from memory.retrieval.recipes import SearchRecipe
 from memory.retrieval.rerank import apply_decay, mmr
+from memory.retrieval.speakers import asked_speaker, without_name
 from memory.retrieval.time_hints import TimeHint, parse_time
 from memory.retrieval.types import Leg, MemoryHit
 from memory.retrieval.vector_leg import vector_leg
@@ -78,6 +80,15 @@ class _Keywords:
                 keyword_legs(self._deps.pool, self._query, filters, self._limit))
         turns, sessions = await asyncio.shield(self._runs[filters])
         return turns if leg is Leg.BM25 else sessions
+
+
+@dataclass
+class _Asked:
+    """The text a run of the legs searches for, with its embedding and keyword queries."""
+
+    query: str
+    vector: _QueryVector
+    keywords: _Keywords
 
 
 async def _run_leg(leg: Leg, deps: SearchDeps, query: str, filters: SearchFilters, limit: int,
@@ -138,19 +149,26 @@ async def search(
 async def _search(deps: SearchDeps, query: str, recipe: SearchRecipe, filters: SearchFilters, *, now: datetime,
                   limit: int) -> list[MemoryHit]:
     hint = parse_time(query, now) if recipe.time_aware else TimeHint(query=query)
-    runs = [(leg, filters, recipe.weight(leg)) for leg in recipe.legs]
+    together = {Leg.BM25, Leg.SESSION} <= set(recipe.legs)
+    asked = _Asked(hint.query, _QueryVector(deps, hint.query), _Keywords(deps, hint.query, recipe.leg_limit, together))
+    runs = [(leg, filters, recipe.weight(leg), asked) for leg in recipe.legs]
     if hint.window is not None and filters.start is None and filters.end is None:
         windowed = replace(filters, start=hint.start, end=hint.end)
-        runs += [(leg, windowed, recipe.weight(leg) * recipe.window_weight) for leg in recipe.legs]
-    vector = _QueryVector(deps, hint.query)
-    keywords = _Keywords(deps, hint.query, recipe.leg_limit, {Leg.BM25, Leg.SESSION} <= set(recipe.legs))
+        runs += [(leg, windowed, recipe.weight(leg) * recipe.window_weight, asked) for leg in recipe.legs]
+    if recipe.speaker_weight and filters.speaker is None and (
+            speaker := await asked_speaker(deps.pool, filters.user_id, hint.query)) is not None:
+        # over the speaker's own turns their name says nothing: it is left out of the query
+        rest = without_name(hint.query, speaker)
+        own = _Asked(rest, _QueryVector(deps, rest), _Keywords(deps, rest, recipe.leg_limit, together))
+        spoken = replace(filters, speaker=speaker)
+        runs += [(leg, spoken, recipe.weight(leg) * recipe.speaker_weight, own) for leg in recipe.legs]
     results = await asyncio.gather(
-        *(_timed_leg(leg, deps, hint.query, f, recipe.leg_limit, vector, keywords, f is not filters)
-          for leg, f, _ in runs),
+        *(_timed_leg(leg, deps, a.query, f, recipe.leg_limit, a.vector, a.keywords, f != filters)
+          for leg, f, _, a in runs),
         return_exceptions=True,
     )
     ranked = []
-    for (leg, _, weight), result in zip(runs, results, strict=True):
+    for (leg, _, weight, _), result in zip(runs, results, strict=True):
         if isinstance(result, BaseException):
             log.warning("search: the %s leg failed (%s: %s); using the others", leg, type(result).__name__, result)
             continue
