@@ -10,10 +10,17 @@ talking about it, and who did; the model is not asked.
 
 A line holding what is asked about may be about the person asked about when that person
 said it, when it names them (not only calls to them: "Thanks, Caroline! I ran ..." is
-Melanie's), or when it speaks of someone else ("you", "your", "she", "his"): in a talk of
-two, "you" is the other one. A line another speaker said in the first person only ("I
-ran a charity race", "my kids loved it") is that speaker's own. Fact lines have no
-speaker and decide nothing; a question naming two or more people is left to the model.
+Melanie's), or when it speaks to someone ("you", "your"): in a talk of two, "you" is the
+other one. A line another speaker said in the first person and not to anyone ("I ran a
+charity race", "my kids loved it", "my grandma gave it to me, she ...") is that speaker's
+own ("she" and "he" in one's own story are mostly a third person: counting them as the
+person asked about let through six more of LoCoMo's adversarial dev questions and saved
+no answerable one). So is a line in which the
+person asked about speaks only to the other ("How was your charity race?"), when the
+question asks about the person's own thing ("her charity race", "Jon's tattoo"): not when
+it asks what they said about someone else's ("What did Tom say about my car?"). Fact
+lines have no speaker and decide nothing; a question naming two or more people is left to
+the model.
 
 What "holds what is asked about" means comes from :mod:`voice.focus`: a line with every
 required word of one of the question's noun phrases. A question without a noun phrase
@@ -35,8 +42,8 @@ _WORD = re.compile(r"[^\W\d_][\w'’]*")
 _FIRST = frozenset("i me my mine myself we us our ours ourselves i'm i've i'd i'll we're we've we'd we'll".split())
 # Someone other than the speaker, who may be the person asked about ("they", "their" are
 # left out: mostly the speaker's own family or friends, "my kids ... their school").
-_OTHERS = frozenset("""you your yours yourself yourselves you're you've you'd you'll he him his himself she her hers
-herself he's she's""".split())
+_SECOND = frozenset("you your yours yourself yourselves you're you've you'd you'll".split())
+_THIRD_POSSESSIVES = frozenset("his her their".split())
 _GREETINGS = "hey|hi|hello|thanks|thank you|wow|oh|yeah|yes|congrats|congratulations|sorry|dear|ok|okay|aw+|great|good"
 
 
@@ -46,10 +53,11 @@ class Lent:
 
     asked: str
     what: str
-    owner: str
+    owner: str | None  # None: only the person asked about, asking someone else about theirs
 
     def reply(self) -> str:
-        return f"I don't remember {self.asked} talking about {self.what}; {self.owner} did."
+        said = f"I don't remember {self.asked} talking about {self.what}"
+        return f"{said}; {self.owner} did." if self.owner else f"{said}."
 
 
 @dataclass(frozen=True)
@@ -79,21 +87,33 @@ def _is(speaker: str, name: str) -> bool:
     return speaker.casefold().startswith(name.casefold())
 
 
+def _pronouns(words: str) -> set[str]:
+    return {w.casefold().replace("’", "'") for w in _WORD.findall(words)} & (_FIRST | _SECOND)
+
+
 def _speakers_own(line: _Line, asked: str) -> bool:
-    """Another speaker's words about themselves only: first person, no one else spoken of."""
+    """Another speaker's words about themselves: first person, not to the listener."""
     if _is(line.speaker, asked) or _names(asked, line.words):
         return False
-    lowered = {w.casefold().replace("’", "'") for w in _WORD.findall(line.words)}
-    return bool(lowered & _FIRST) and not lowered & _OTHERS
+    said = _pronouns(line.words)
+    return bool(said & _FIRST) and not said & _SECOND
 
 
-def _holding(asked: Focus, lines: list[_Line]) -> list[tuple[str, list[_Line]]]:
-    """For each noun phrase: how it is said back, and the lines that hold it."""
+def _to_the_listener(line: _Line, asked: str) -> bool:
+    """The person asked about speaking of the one they talk to only ("How was your race?")."""
+    said = _pronouns(line.words)
+    return _is(line.speaker, asked) and bool(said & _SECOND) and not said & _FIRST
+
+
+def _holding(asked: Focus, person: str, lines: list[_Line]) -> list[tuple[str, bool, list[_Line]]]:
+    """For each noun phrase: how it is said back, whether it is the person's own ("her
+    charity race", "Jon's tattoo"), and the lines that hold it."""
     out = []
     for phrase in asked.phrases:
         needed = [stem(w) for w in phrase.words[: phrase.required]]
         held = [line for line in lines if all(matches(s, stems_of(line.words)) for s in needed)]
-        out.append((phrase.spoken(), held))
+        theirs = phrase.opener in _THIRD_POSSESSIVES or (phrase.owner is not None and _is(person, phrase.owner))
+        out.append((phrase.spoken(), theirs, held))
     return out
 
 
@@ -108,8 +128,10 @@ def lent(asked: Focus, names: list[str], tool_result: str) -> Lent | None:
     if len(people) != 1:
         return None
     person = people[0]
-    for what, held in _holding(asked, lines):
-        if held and all(_speakers_own(line, person) for line in held):
-            owner = held[0].speaker
-            return Lent(person, what, "you" if owner.casefold() == "you" else owner)
+    for what, theirs, held in _holding(asked, person, lines):
+        others = [line for line in held if _speakers_own(line, person)]
+        asking = [line for line in held if theirs and _to_the_listener(line, person)]
+        if held and len(others) + len(asking) == len(held):
+            owner = others[0].speaker if others else None
+            return Lent(person, what, "you" if owner and owner.casefold() == "you" else owner)
     return None

@@ -41,11 +41,28 @@ def test_a_call_to_the_person_is_not_about_them_but_naming_them_is():
     assert reply("What did Caroline realize after her charity race?", together) is None
 
 
-def test_words_spoken_to_or_about_someone_may_be_theirs():
+def test_words_spoken_to_someone_or_not_in_the_first_person_may_be_theirs():
     to_her = "2023-06-12 Melanie said: Your charity race was amazing, I was so proud of you."
     assert reply("What did Caroline realize after her charity race?", to_her) is None
-    about_him = "2023-06-12 Melanie said: He ran a charity race for his school."
+    about_him = "2023-06-12 Melanie said: He ran a charity race for his school."  # no first person
     assert reply("Why did Jon run the charity race?", about_him, "2023-06-12 Jon said: Hi there.") is None
+    # "she" in one's own story is a third person, not the one asked about
+    grandma = "2023-06-27 Melanie said: My grandma gave me this necklace, she said it stands for love."
+    assert reply("What does Caroline's necklace stand for?", grandma, "2023-06-27 Caroline said: Hi!") == (
+        "I don't remember Caroline talking about Caroline's necklace; Melanie did.")
+
+
+def test_asking_the_other_about_theirs_is_not_having_it():
+    asking = "2023-06-12 Caroline said: How was your charity race? I heard it went well."
+    assert reply("What did Caroline realize after her charity race?", RACE, asking.replace(" I heard it went well.", "")) == (
+        "I don't remember Caroline talking about her charity race; Melanie did.")
+    only = "2023-06-12 Caroline said: How was your charity race?"
+    assert reply("What did Caroline realize after her charity race?", only) == (
+        "I don't remember Caroline talking about her charity race.")
+    assert reply("What did Caroline realize after her charity race?", asking) is None  # "I heard": her own words too
+    # what someone said about another's thing is theirs to have said
+    car = "2026-03-02 Tom said: Your car is making a weird noise again."
+    assert reply("What did Tom say about my car?", car) is None
 
 
 def test_the_users_own_words_are_not_someone_elses():
