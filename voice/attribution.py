@@ -13,7 +13,8 @@ said it, when it names them (not only calls to them: "Thanks, Caroline! I ran ..
 Melanie's), or when it speaks to someone ("you", "your"): in a talk of two, "you" is the
 other one. A line another speaker said in the first person and not to anyone ("I ran a
 charity race", "my kids loved it", "my grandma gave it to me, she ...") is that speaker's
-own ("she" and "he" in one's own story are mostly a third person: counting them as the
+own, when the line says who spoke: a diarization label ("SPEAKER_01") may be anyone
+("she" and "he" in one's own story are mostly a third person: counting them as the
 person asked about let through six more of LoCoMo's adversarial dev questions and saved
 no answerable one). So is a line in which the
 person asked about speaks only to the other ("How was your charity race?"), when the
@@ -91,9 +92,17 @@ def _pronouns(words: str) -> set[str]:
     return {w.casefold().replace("’", "'") for w in _WORD.findall(words)} & (_FIRST | _SECOND)
 
 
+def _known(speaker: str) -> bool:
+    """A speaker label that says who spoke: the user ("you") or a name, not a diarization
+    label ("SPEAKER_01", "speaker 1"), which may be anyone, the person asked about too."""
+    return speaker.casefold() == "you" or (
+        speaker[:1].isupper() and not any(c.isdigit() for c in speaker)
+        and not speaker.casefold().startswith(("speaker", "unknown")))
+
+
 def _speakers_own(line: _Line, asked: str) -> bool:
     """Another speaker's words about themselves: first person, not to the listener."""
-    if _is(line.speaker, asked) or _names(asked, line.words):
+    if not _known(line.speaker) or _is(line.speaker, asked) or _names(asked, line.words):
         return False
     said = _pronouns(line.words)
     return bool(said & _FIRST) and not said & _SECOND

@@ -65,6 +65,12 @@ def test_asking_the_other_about_theirs_is_not_having_it():
     assert reply("What did Tom say about my car?", car) is None
 
 
+def test_a_line_of_an_unnamed_speaker_may_be_the_person_asked_about():
+    jake = ["2026-03-02 SPEAKER_01 said: My daughter Emma just started at the university in Leeds.",
+            "2026-03-02 you said: That's great news, Jake!"]
+    assert reply("Where did Jake's daughter start university?", *jake) is None
+
+
 def test_the_users_own_words_are_not_someone_elses():
     mine = "2026-03-02 you said: I booked the camping trip for the first weekend of May."
     assert reply("What did Tom say about the camping trip?", mine, "2026-03-01 Tom said: See you then.") == (
