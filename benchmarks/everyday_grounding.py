@@ -19,11 +19,9 @@ import argparse
 import asyncio
 import json
 import time
-from datetime import UTC, datetime, timedelta
 
 from benchmarks.common import write_result
-from benchmarks.everyday_qa import DATA, DEVICE, indexed, planted_memory
-from ingest.omi import parse_conversation, parse_transcript
+from benchmarks.everyday_qa import DATA, indexed, plant_from_omi, planted_memory
 from ingest.service import IngestService
 from memory.service import MemoryService
 from models.settings import ModelSettings
@@ -34,18 +32,7 @@ from voice.utterance_args import memory_query, remembered_fact
 
 async def plant(memories: list[dict], memory: MemoryService, ingest: IngestService) -> None:
     for item in memories:
-        segments = [dict(s) for s in item.get("segments", [])]
-        if item["via"] == "omi_transcript":
-            body = json.dumps({"session_id": item["session"], "segments": segments}).encode()
-            await ingest.omi_transcript(DEVICE, *parse_transcript(body))
-        elif item["via"] == "omi_conversation":
-            started = datetime.now(UTC) - timedelta(days=item.get("days_ago", 0))
-            finished = started + timedelta(seconds=max(s["end"] for s in segments))
-            body = json.dumps({"id": item["id"], "started_at": started.isoformat(), "finished_at": finished.isoformat(),
-                               "transcript_segments": segments,
-                               "structured": {"overview": item.get("overview", "")}}).encode()
-            await ingest.omi_conversation(DEVICE, parse_conversation(body))
-        else:
+        if not await plant_from_omi(item, ingest):
             await memory.remember(remembered_fact(item["text"]))
             await asyncio.sleep(0.01)  # one remembered item per millisecond id
 

@@ -49,23 +49,32 @@ DATA = Path(__file__).parent / "data" / "everyday_qa.json"
 DEVICE = "omi-bench"
 
 
+async def plant_from_omi(item: dict, ingest: IngestService) -> bool:
+    """An Omi transcript or Omi conversation item, posted as the webhook's body to its
+    handler; False (nothing done) for an item of another entry point."""
+    segments = [dict(s) for s in item.get("segments", [])]
+    if item["via"] == "omi_transcript":
+        body = json.dumps({"session_id": item["session"], "segments": segments}).encode()
+        await ingest.omi_transcript(DEVICE, *parse_transcript(body))
+    elif item["via"] == "omi_conversation":
+        started = datetime.now(UTC) - timedelta(days=item.get("days_ago", 0))
+        finished = started + timedelta(seconds=max(s["end"] for s in segments))
+        body = json.dumps({"id": item["id"], "started_at": started.isoformat(), "finished_at": finished.isoformat(),
+                           "transcript_segments": segments,
+                           "structured": {"overview": item.get("overview", "")}}).encode()
+        await ingest.omi_conversation(DEVICE, parse_conversation(body))
+    else:
+        return False
+    return True
+
+
 async def plant(memories: list[dict], memory: MemoryService, ingest: IngestService, path: AnswerPath) -> dict:
     """Every memory through its entry point; returns what each gave back."""
     out = {"omi_transcript": 0, "omi_conversation": 0, "chat_remember": 0, "remember_failed": []}
     agent, primer = path.agent(memory), path.primer(memory)
     for item in memories:
-        segments = [{k: v for k, v in s.items()} for s in item.get("segments", [])]
-        if item["via"] == "omi_transcript":
-            body = json.dumps({"session_id": item["session"], "segments": segments}).encode()
-            session, parsed = parse_transcript(body)
-            await ingest.omi_transcript(DEVICE, session, parsed)
-        elif item["via"] == "omi_conversation":
-            started = datetime.now(UTC) - timedelta(days=item.get("days_ago", 0))
-            finished = started + timedelta(seconds=max(s["end"] for s in segments))
-            body = json.dumps({"id": item["id"], "started_at": started.isoformat(), "finished_at": finished.isoformat(),
-                               "transcript_segments": segments,
-                               "structured": {"overview": item.get("overview", "")}}).encode()
-            await ingest.omi_conversation(DEVICE, parse_conversation(body))
+        if await plant_from_omi(item, ingest):
+            pass
         elif item["via"] == "chat_remember":
             answer = await path.ask(agent, item["text"], primer)
             if answer.text != STORED:
