@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 
 from benchmarks.common import percentiles, write_result
-from benchmarks.memory_load import AUTH, WORDS, seed
+from benchmarks.memory_load import AUTH, context_load, seed
 from benchmarks.served import annie_in_child, serve
 
 BATCH = 100  # events per POST: 10 posts a second at 1,000 events/s
@@ -98,26 +98,7 @@ async def storm(base: str, rate: float, seconds: float, out: Path) -> None:
 async def phase(client: httpx.AsyncClient, clients: int, seconds: float, name: str) -> dict:
     import random
 
-    rng = random.Random(name)
-    latencies: list[float] = []
-    errors = 0
-    stop = time.monotonic() + seconds
-
-    async def one_client() -> None:
-        nonlocal errors
-        while time.monotonic() < stop:
-            query = " ".join(rng.sample(WORDS, 2))
-            started = time.perf_counter()
-            try:
-                response = await client.get("/v1/context", params={"query": query, "limit": 10}, headers=AUTH)
-                errors += response.status_code != 200
-            except httpx.HTTPError:
-                errors += 1
-            latencies.append((time.perf_counter() - started) * 1000)
-
-    began = time.monotonic()
-    await asyncio.gather(*(one_client() for _ in range(clients)))
-    elapsed = time.monotonic() - began
+    latencies, errors, elapsed = await context_load(client, clients, seconds, random.Random(name))
     return {"phase": name, "requests": len(latencies), "errors": errors,
             "requests_per_s": round(len(latencies) / elapsed, 1), "context": percentiles(latencies)}
 

@@ -20,6 +20,7 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable
 from pathlib import Path
 
 import httpx
@@ -57,10 +58,12 @@ async def seed(client: httpx.AsyncClient, sessions: int, per_session: int) -> in
     return total
 
 
-async def level(client: httpx.AsyncClient, clients: int, seconds: float) -> dict:
-    rng = random.Random(clients)
+async def context_load(client: httpx.AsyncClient, clients: int, seconds: float, rng: random.Random,
+                       *alongside: Awaitable) -> tuple[list[float], int, float]:
+    """``clients`` callers of ``GET /v1/context`` (two random words each time) for ``seconds``,
+    with ``alongside`` running meanwhile: the latencies (ms), the errors (a status other
+    than 200, or no answer), and the seconds it took."""
     latencies: list[float] = []
-    health: list[float] = []
     errors = 0
     stop = time.monotonic() + seconds
 
@@ -69,9 +72,21 @@ async def level(client: httpx.AsyncClient, clients: int, seconds: float) -> dict
         while time.monotonic() < stop:
             query = " ".join(rng.sample(WORDS, 2))
             started = time.perf_counter()
-            response = await client.get("/v1/context", params={"query": query, "limit": 10}, headers=AUTH)
+            try:
+                response = await client.get("/v1/context", params={"query": query, "limit": 10}, headers=AUTH)
+                errors += response.status_code != 200
+            except httpx.HTTPError:
+                errors += 1
             latencies.append((time.perf_counter() - started) * 1000)
-            errors += response.status_code != 200
+
+    began = time.monotonic()
+    await asyncio.gather(*alongside, *(one_client() for _ in range(clients)))
+    return latencies, errors, time.monotonic() - began
+
+
+async def level(client: httpx.AsyncClient, clients: int, seconds: float) -> dict:
+    health: list[float] = []
+    stop = time.monotonic() + seconds
 
     async def probe() -> None:
         while time.monotonic() < stop:
@@ -86,9 +101,7 @@ async def level(client: httpx.AsyncClient, clients: int, seconds: float) -> dict
     outside = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "benchmarks.memory_load", "--probe", str(client.base_url).rstrip("/"), str(seconds),
         stdout=subprocess.PIPE)
-    began = time.monotonic()
-    await asyncio.gather(probe(), *(one_client() for _ in range(clients)))
-    elapsed = time.monotonic() - began
+    latencies, errors, elapsed = await context_load(client, clients, seconds, random.Random(clients), probe())
     outside_ms = json.loads((await outside.communicate())[0] or b"[]")
     return {"clients": clients, "requests": len(latencies), "errors": errors,
             "requests_per_s": round(len(latencies) / elapsed, 1), "context": percentiles(latencies),
