@@ -6,7 +6,7 @@ after the phrase: "I went to a support group yesterday (7 May 2023)". Phrases ar
 by :mod:`memory.retrieval.time_hints`, which reads questions, and so reads "on Friday" or
 "in May" as the latest one before: in something said, that is as often the next one ("I'm
 going to a concert on Friday"). Only phrases that can only mean the past are resolved:
-"yesterday", "last ..." and "... ago".
+"yesterday", "last ...", "this past ..." and "... ago".
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from memory.retrieval.time_hints import parse_time
 
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
-_PAST = re.compile(r"\b(?:yesterday|last|ago)\b", re.IGNORECASE)
+_PAST = re.compile(r"\b(?:yesterday|last|ago|this\s+past)\b", re.IGNORECASE)
 
 
 def _day(moment: datetime) -> str:
@@ -33,7 +33,7 @@ def _span(start: datetime, end: datetime, phrase: str) -> str:
     if days <= 1.01:
         return _day(start)
     if days <= 7.01:
-        return f"the week of {_day(start)}"
+        return f"the {'weekend' if 'weekend' in phrase.casefold() else 'week'} of {_day(start)}"
     if start.day == 1 and 27 <= days <= 31.01:
         return f"{start:%B %Y}"
     if start.month == 1 and start.day == 1 and days >= 365:

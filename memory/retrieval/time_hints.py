@@ -13,7 +13,7 @@ Understood (case-insensitive, English):
   a window around that point as wide as the unit;
 - ``this/last week``, ``this/last weekend``, ``this/last month``, ``this/last year``,
   ``last summer/winter/spring/autumn/fall``;
-- weekday names (``on Tuesday``, ``last Tuesday``): the latest such day before today;
+- weekday names (``on Tuesday``, ``last Tuesday``, ``last Tues``): the latest such day before today;
 - month names (``in May``, ``last May``, ``May 2023``): the latest such month not in the
   future (``last May``: before the current month), or of the year given;
 - dates (``May 23, 2023``, ``23 May 2023``, ``1 February, 2023``, ``May 23``), a year alone
@@ -37,6 +37,10 @@ MONTHS = {m: i for i, m in enumerate(
 MONTHS |= {m[:3]: i for m, i in list(MONTHS.items())} | {"sept": 9}
 WEEKDAYS = {d: i for i, d in enumerate(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
                                         "sunday"])}
+# Short forms, read only after "last", "on" or "this past" ("last Fri"): alone, "sat",
+# "sun" and "wed" are other words.
+WEEKDAY_SHORT = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "weds": 2, "thu": 3, "thur": 3, "thurs": 3, "fri": 4,
+                 "sat": 5, "sun": 6}
 NUMBERS = {"a": 1, "an": 1, "one": 1, "a couple of": 2, "couple of": 2, "a few": 3, "few": 3, "two": 2,
            "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
            "eleven": 11, "twelve": 12}
@@ -174,7 +178,8 @@ def _relative(m: re.Match, now: datetime) -> tuple[datetime, datetime]:
 
 
 def _weekday(m: re.Match, now: datetime) -> tuple[datetime, datetime]:
-    wanted = WEEKDAYS[m["weekday"].lower()]
+    name = m["weekday"].lower()
+    wanted = WEEKDAYS[name] if name in WEEKDAYS else WEEKDAY_SHORT[name]
     back = (now.weekday() - wanted) % 7 or 7
     day = now.date() - timedelta(days=back)
     return _days(day, day + timedelta(days=1), now)
@@ -227,9 +232,11 @@ _RULES = [
     _Rule(rf"{_NUM}\s+{_UNIT}\s+ago", _ago),
     _Rule(r"yesterday(?:\s+(?:morning|afternoon|evening))?|last\s+night|tonight|today|"
           r"this\s+(?:morning|afternoon|evening)", _today_part),
-    _Rule(r"(?P<which>this|last|past)\s+(?P<what>weekend|week|month|year|summer|winter|spring|autumn|fall)",
-          lambda m, now: _relative(_past_is_last(m), now)),
+    _Rule(r"(?P<which>this\s+past|this|last|past)\s+(?P<what>weekend|week|month|year|summer|winter|spring|autumn|"
+          r"fall)", lambda m, now: _relative(_past_is_last(m), now)),
     _Rule(r"(?:(?:on|last|this past)\s+)?(?P<weekday>" + "|".join(WEEKDAYS) + r")s?", _weekday),
+    _Rule(r"(?:on|last|this past)\s+(?P<weekday>" + "|".join(sorted(WEEKDAY_SHORT, key=len, reverse=True))
+          + r")\b", _weekday),
     _Rule(rf"(?:(?P<last>last|this past)\s+)?{_MONTH}(?:\s*,?\s+{_YEAR})?", _month_name),
     _Rule(rf"(?:(?:in|during|of|since|from)\s+)?{_YEAR}", lambda m, now: _days(
         date(int(m["year"]), 1, 1), date(int(m["year"]) + 1, 1, 1), now)),
@@ -256,7 +263,9 @@ def _fix_unit(m: re.Match):
 
 
 def _past_is_last(m: re.Match):
-    return _Shim(m, which="last" if m["which"].lower() == "past" else m["which"])
+    """"past week" and "this past week" are last week."""
+    which = " ".join(m["which"].lower().split())
+    return _Shim(m, which="last" if which in ("past", "this past") else m["which"])
 
 
 _LEFTOVER = re.compile(r"\b(?:on|in|during|of|since|from|the)\s*(?=[?.!,]|$)", re.IGNORECASE)

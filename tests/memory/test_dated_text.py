@@ -21,6 +21,9 @@ SAID = datetime(2023, 5, 8, 14, 0, tzinfo=UTC)  # a Monday
     ("Last month was tough.", "Last month (April 2023) was tough."),
     ("We adopted a dog last year.", "We adopted a dog last year (2022)."),
     ("We went camping two weeks ago!", "We went camping two weeks ago (about 24 April 2023)!"),
+    ("Last Fri I took my kids to a pottery workshop.", "Last Fri (5 May 2023) I took my kids to a pottery workshop."),
+    ("This past weekend we hiked.", "This past weekend (the weekend of 6 May 2023) we hiked."),
+    ("Went to the lake last Sat.", "Went to the lake last Sat (6 May 2023)."),
 ])
 def test_a_phrase_that_can_only_mean_the_past_gets_its_day(text, expected):
     assert with_dates(text, SAID) == expected
@@ -33,6 +36,7 @@ def test_a_phrase_that_can_only_mean_the_past_gets_its_day(text, expected):
     "Last May 2022 we moved.",  # already a date
     "It was the last time I saw her.",
     "Hi Mel!",
+    "We sat in the sun on the porch.",
 ])
 def test_anything_else_is_left_as_it_was_said(text):
     assert with_dates(text, SAID) == text

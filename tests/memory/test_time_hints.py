@@ -26,6 +26,10 @@ def day(y: int, m: int, d: int, h: int = 0) -> datetime:
     ("What did Gina find on 1 February, 2023?", day(2023, 2, 1), day(2023, 2, 2)),
     ("what did we plan on Tuesday", day(2023, 8, 15), day(2023, 8, 16)),
     ("what did she say last Wednesday", day(2023, 8, 9), day(2023, 8, 10)),
+    ("what did she say last Weds", day(2023, 8, 9), day(2023, 8, 10)),
+    ("what did I do last Fri?", day(2023, 8, 11), day(2023, 8, 12)),
+    ("who came over on Sat", day(2023, 8, 12), day(2023, 8, 13)),
+    ("what did we do this past weekend", day(2023, 8, 12), day(2023, 8, 15)),
     ("what did I cook this morning", day(2023, 8, 16), day(2023, 8, 16, 12)),
     ("last night's film", day(2023, 8, 15, 18), day(2023, 8, 16, 6)),
     ("what did I read last week", day(2023, 8, 7), day(2023, 8, 14)),
@@ -50,10 +54,12 @@ def test_relative_amounts_centre_a_window_as_wide_as_the_unit():
 def test_the_time_phrase_leaves_the_searched_text():
     assert parse_time("When did Melanie go camping in June?", NOW).query == "When did Melanie go camping ?"
     assert parse_time("what did Sam say yesterday about the marathon", NOW).query == "what did Sam say about the marathon"
+    assert parse_time("what did we do this past weekend", NOW).query == "what did we do"
 
 
 def test_may_the_verb_and_odd_years_name_no_time():
-    for question in ("what may I bring to the party", "what happened in 1850", "call Mar about it"):
+    for question in ("what may I bring to the party", "what happened in 1850", "call Mar about it",
+                     "we sat in the sun", "the wed dress"):
         hint = parse_time(question, NOW)
         assert hint.window is None and hint.query == question
 
