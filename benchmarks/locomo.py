@@ -342,7 +342,8 @@ async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = F
     }
     if graph:
         result["graph"]["hybrid_vs_hybrid_no_graph"] = {
-            metric: [overall["hybrid"][metric], overall["hybrid_no_graph"][metric]] for metric in metrics
+            **{metric: [overall["hybrid"][metric], overall["hybrid_no_graph"][metric]] for metric in metrics},
+            "mempalace_session_r@10": [palace["hybrid"], palace["hybrid_no_graph"]],
         }
     return result
 
@@ -368,6 +369,7 @@ def main() -> None:
                       help=f"with --graph: build the graph from the replies in {REPLIES.name}, without the LLM")
     parser.add_argument("--replies-file", type=Path, default=REPLIES,
                         help=f"where the replies are kept (default: results/{REPLIES.name})")
+    parser.add_argument("--machine-state", help="what else ran on the machine, kept in the result next to the timings")
     args = parser.parse_args()
     if (args.save_replies or args.replay) and not args.graph:
         parser.error("--save-replies and --replay go with --graph")
@@ -376,6 +378,8 @@ def main() -> None:
                              sessions=args.sessions, ablation_names=args.ablations, recipe_names=args.recipes,
                              embed_cache=args.embed_cache, replies=replies,
                              replies_file=args.replies_file))
+    if args.machine_state:
+        result["machine_state"] = args.machine_state
     write_result(args.name or ("locomo_graph" if args.graph else "locomo"), result)
 
 
