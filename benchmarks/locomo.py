@@ -53,6 +53,7 @@ import re
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -179,8 +180,10 @@ def _turn_ids(hits) -> list[str]:
     return [h.id.split("/", 1)[1] for h in hits if h.kind == "segment"]
 
 
-async def extract_sessions(service: MemoryService, sample: dict) -> dict:
-    """Run extraction on each session of the conversation; what it found, and how long it took."""
+async def extract_sessions(service: MemoryService, sample: dict,
+                           progress: Callable[[dict], None] | None = None) -> dict:
+    """Run extraction on each session of the conversation; what it found, and how long it took
+    (also given to ``progress`` after each session, so a run cut short keeps it)."""
     sessions = [p.session_id for p in capture_payloads(sample)]
     seconds, entities, facts, failures, not_recorded = [], 0, 0, [], []
     for n, session_id in enumerate(sessions, start=1):
@@ -199,6 +202,9 @@ async def extract_sessions(service: MemoryService, sample: dict) -> dict:
         facts += report.facts
         print(f"[extract {sample['sample_id']} {n}/{len(sessions)}] {session_id}: {report.entities} entities, "
               f"{report.facts} facts in {report.seconds:.0f} s", flush=True)
+        if progress is not None:
+            progress({"sessions_done": n, "entities": entities, "facts": facts, "failures": failures,
+                      "latency_per_session": percentiles(seconds)})
     return {"sessions": len(sessions), "entities": entities, "facts": facts, "failures": failures,
             **({"not_recorded": not_recorded} if not_recorded else {}),
             "latency_per_session": percentiles(seconds)}
@@ -271,10 +277,14 @@ async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = F
                     # extracted here, in order, instead of by the queued background jobs
                     await db.pool.execute("DELETE FROM jobs WHERE kind = $1 AND state = 'queued'", EXTRACT)
                     service.set_llm(client)
-                    extraction[sample["sample_id"]] = await extract_sessions(service, sample)
+                    progress = None
                     if recorder is not None:  # the recorded run's timings, for the replays
-                        recorder.about["extraction"][sample["sample_id"]] = extraction[sample["sample_id"]]
-                        recorder.save(replies_file, recorder.about)
+                        def progress(so_far: dict, sample_id: str = sample["sample_id"]) -> None:
+                            recorder.about["extraction"][sample_id] = so_far
+                            recorder.save(replies_file, recorder.about)
+                    extraction[sample["sample_id"]] = await extract_sessions(service, sample, progress)
+                    if recorder is not None:
+                        progress(extraction[sample["sample_id"]])
                 await db.pool.execute("ANALYZE segments")
                 for suffix, changes in ablations.items():
                     name = f"{RecipeName.HYBRID}{suffix}"
