@@ -36,6 +36,12 @@ With ``--graph`` every session is first run through entity and fact extraction w
 the bundled LLM (slow: about a minute per session on 2 cores; pick conversations with
 ``--samples``, and ``--sessions N`` to keep each to its first N sessions and the questions
 about them), and hybrid is measured next to hybrid_no_graph on the same questions.
+``--save-replies`` keeps the LLM's extraction replies (:mod:`benchmarks.replies`) in
+``results/locomo_graph.replies.json`` as they come (a run cut short keeps what it got);
+``--replay`` builds the graph from those replies without starting the LLM, so a change to
+the graph leg or to extraction's post-processing is measured in minutes on exactly what
+the model said. A session the recording does not hold is left out of the graph and listed
+under ``not_recorded``.
 """
 
 from __future__ import annotations
@@ -47,11 +53,13 @@ import re
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks.common import percentiles, write_result
 from benchmarks.embed_cache import memory_service
+from benchmarks.replies import NotRecorded, Recorder, Replayer
 from memory.capture import CapturePayload, CaptureSegment, append_payload
 from memory.db import open_database
 from memory.extraction import EXTRACT
@@ -65,6 +73,7 @@ from models.llm_client import LLMClient
 from models.settings import ModelSettings
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
+REPLIES = Path(__file__).parent / "results" / "locomo_graph.replies.json"  # the LLM's extraction replies
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 ADVERSARIAL = {5: "adversarial"}
 KS = (5, 10)
@@ -171,13 +180,19 @@ def _turn_ids(hits) -> list[str]:
     return [h.id.split("/", 1)[1] for h in hits if h.kind == "segment"]
 
 
-async def extract_sessions(service: MemoryService, sample: dict) -> dict:
-    """Run extraction on each session of the conversation; what it found, and how long it took."""
+async def extract_sessions(service: MemoryService, sample: dict,
+                           progress: Callable[[dict], None] | None = None) -> dict:
+    """Run extraction on each session of the conversation; what it found, and how long it took
+    (also given to ``progress`` after each session, so a run cut short keeps it)."""
     sessions = [p.session_id for p in capture_payloads(sample)]
-    seconds, entities, facts, failures = [], 0, 0, []
+    seconds, entities, facts, failures, not_recorded = [], 0, 0, [], []
     for n, session_id in enumerate(sessions, start=1):
         try:
             report = await service.extract_session(session_id)
+        except NotRecorded:  # a replay of a recording that stopped before this session
+            not_recorded.append(session_id)
+            print(f"[extract {sample['sample_id']} {n}/{len(sessions)}] {session_id}: not recorded", flush=True)
+            continue
         except Exception as exc:  # noqa: BLE001 - a failed session adds nothing to the graph
             failures.append({"session": session_id, "error": f"{type(exc).__name__}: {exc}"[:300]})
             print(f"[extract {sample['sample_id']} {n}/{len(sessions)}] {session_id}: FAILED {exc}", flush=True)
@@ -187,7 +202,11 @@ async def extract_sessions(service: MemoryService, sample: dict) -> dict:
         facts += report.facts
         print(f"[extract {sample['sample_id']} {n}/{len(sessions)}] {session_id}: {report.entities} entities, "
               f"{report.facts} facts in {report.seconds:.0f} s", flush=True)
+        if progress is not None:
+            progress({"sessions_done": n, "entities": entities, "facts": facts, "failures": failures,
+                      "latency_per_session": percentiles(seconds)})
     return {"sessions": len(sessions), "entities": entities, "facts": facts, "failures": failures,
+            **({"not_recorded": not_recorded} if not_recorded else {}),
             "latency_per_session": percentiles(seconds)}
 
 
@@ -213,22 +232,33 @@ async def ingest_conversation(sample: dict, root: Path, db, vectors, models: Mod
 async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = False,
               only: list[str] | None = None, sessions: int | None = None,
               ablation_names: list[str] | None = None, recipe_names: list[str] | None = None,
-              embed_cache: Path | None = None) -> dict:
+              embed_cache: Path | None = None, replies: str | None = None, replies_file: Path = REPLIES) -> dict:
+    """``replies``: None (the LLM answers), "save" (it answers and its replies are kept in
+    ``replies_file``) or "replay" (the kept replies answer, no LLM is started)."""
     samples = [s for s in json.loads(DATA.read_text()) if not only or s["sample_id"] in only]
     if sessions:
         samples = [first_sessions(s, sessions) for s in samples]
     models = ModelSettings(allow_download=False)
     recipes = [RecipeName(r) for r in (recipe_names or (RecipeName.HYBRID, RecipeName.BM25, RecipeName.VECTOR))]
-    llm = None
+    llm = client = recorder = None
     extraction: dict[str, dict] = {}
     if graph:
+        recipes.insert(1, RecipeName.HYBRID_NO_GRAPH)
+    if graph and replies == "replay":
+        if not replies_file.exists():
+            raise SystemExit(f"no saved replies: run with --save-replies first ({replies_file.name})")
+        client = Replayer(replies_file)
+    elif graph:
         from models.llm_runtime import start_llm
 
-        recipes.insert(1, RecipeName.HYBRID_NO_GRAPH)
         llm_settings = ModelSettings(llm_base_url=None, ollama_host=None, allow_download=False)
         llm = await start_llm(llm_settings, Path(tempfile.mkdtemp(prefix="annie-bench-")))
         # A long session's chunks can wait behind each other; the default 120 s is for live use.
         client = LLMClient(llm.client.base_url, llm.client.model, timeout=900)
+        if replies == "save":
+            about = {"backend": f"managed llama-server ({client.model})", "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                     "extraction": {}}
+            client = recorder = Recorder(client, replies_file, about)
     ablations = {k: v for k, v in ABLATIONS.items() if ablation_names is None or k.lstrip("_") in ablation_names}
     variants = [*map(str, recipes), *(f"{RecipeName.HYBRID}{suffix}" for suffix in ablations)]
     scores: dict[str, dict[str, Score]] = {name: defaultdict(Score) for name in variants}
@@ -243,11 +273,18 @@ async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = F
                 start = time.perf_counter()
                 service = await ingest_conversation(sample, root, db, vectors, models, embed_cache)
                 ingest_s += time.perf_counter() - start
-                if llm is not None:
+                if client is not None:
                     # extracted here, in order, instead of by the queued background jobs
                     await db.pool.execute("DELETE FROM jobs WHERE kind = $1 AND state = 'queued'", EXTRACT)
                     service.set_llm(client)
-                    extraction[sample["sample_id"]] = await extract_sessions(service, sample)
+                    progress = None
+                    if recorder is not None:  # the recorded run's timings, for the replays
+                        def progress(so_far: dict, sample_id: str = sample["sample_id"]) -> None:
+                            recorder.about["extraction"][sample_id] = so_far
+                            recorder.save(replies_file, recorder.about)
+                    extraction[sample["sample_id"]] = await extract_sessions(service, sample, progress)
+                    if recorder is not None:
+                        progress(extraction[sample["sample_id"]])
                 await db.pool.execute("ANALYZE segments")
                 for suffix, changes in ablations.items():
                     name = f"{RecipeName.HYBRID}{suffix}"
@@ -280,6 +317,11 @@ async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = F
             if llm is not None:
                 await client.close()
                 await llm.close()
+    if isinstance(client, Replayer):
+        for found in extraction.values():
+            found.pop("latency_per_session", None)  # no model ran: nothing to time
+        extraction = {"replayed_from": {k: client.about.get(k) for k in ("backend", "when")},
+                      "recorded": client.about.get("extraction", {}), "replayed": extraction}
     result: dict = {
         "dataset": f"LoCoMo dev split ({', '.join(s['sample_id'] for s in samples)}), categories 1-4"
                    " (mempalace_session_r@k: all five categories, under 'all5')"
@@ -310,7 +352,8 @@ async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = F
     }
     if graph:
         result["graph"]["hybrid_vs_hybrid_no_graph"] = {
-            metric: [overall["hybrid"][metric], overall["hybrid_no_graph"][metric]] for metric in metrics
+            **{metric: [overall["hybrid"][metric], overall["hybrid_no_graph"][metric]] for metric in metrics},
+            "mempalace_session_r@10": [palace["hybrid"], palace["hybrid_no_graph"]],
         }
     return result
 
@@ -329,10 +372,24 @@ def main() -> None:
     parser.add_argument("--embed-cache", type=Path, default=None,
                         help="keep computed embeddings in this directory (outside the repository) and reuse them")
     parser.add_argument("--name", help="the result's name (default: locomo, or locomo_graph with --graph)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--save-replies", action="store_true",
+                      help=f"with --graph: keep the LLM's extraction replies in {REPLIES.name}")
+    mode.add_argument("--replay", action="store_true",
+                      help=f"with --graph: build the graph from the replies in {REPLIES.name}, without the LLM")
+    parser.add_argument("--replies-file", type=Path, default=REPLIES,
+                        help=f"where the replies are kept (default: results/{REPLIES.name})")
+    parser.add_argument("--machine-state", help="what else ran on the machine, kept in the result next to the timings")
     args = parser.parse_args()
+    if (args.save_replies or args.replay) and not args.graph:
+        parser.error("--save-replies and --replay go with --graph")
+    replies = "save" if args.save_replies else "replay" if args.replay else None
     result = asyncio.run(run(args.limit_qa, args.database_url, graph=args.graph, only=args.samples,
                              sessions=args.sessions, ablation_names=args.ablations, recipe_names=args.recipes,
-                             embed_cache=args.embed_cache))
+                             embed_cache=args.embed_cache, replies=replies,
+                             replies_file=args.replies_file))
+    if args.machine_state:
+        result["machine_state"] = args.machine_state
     write_result(args.name or ("locomo_graph" if args.graph else "locomo"), result)
 
 

@@ -8,12 +8,14 @@ matched entity the leg returns, best first:
 
 - the turns that evidence an active fact about it (``edges.source_segment``, confidence
   >= 0.5), weighted by the match and the fact's confidence;
-- the turns that mention it, at ``MENTION_DISCOUNT`` of the match weight;
 - the facts themselves, as hits of their own.
 
-Neighbours one edge away lend nothing: a fact reaches the results through its own
+The turns that merely mention a matched entity are not returned: its name is in their
+text, which the keyword and vector legs already read, and in a fused ranking each of
+them would gain as much from this leg as the turn that states what is known about it.
+Neighbours one edge away lend nothing either: a fact reaches the results through its own
 evidence turn, not through every mention of the entity at its other end. With no
-entities yet it returns nothing.
+entities, or no facts about the named ones, it returns nothing.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from memory.retrieval.types import Leg, LegScore, MemoryHit
 
 TRIGRAM_MIN = 0.6
 EDGE_CONFIDENCE_MIN = 0.5
-MENTION_DISCOUNT = 0.5
 OWNER_NAMES = ["", "me", "i", "user", "owner", "myself"]
 STOP = frozenset({"i", "me", "my", "you", "your", "we", "the", "a", "an", "and", "or", "of", "to", "in",
                   "on", "at", "is", "was", "what", "when", "where", "who", "how", "did", "do", "does"})
@@ -48,8 +49,8 @@ async def graph_leg(pool: asyncpg.Pool, query: str, filters: SearchFilters, limi
     grams = [g for g in ngrams(query) if g not in STOP and len(g) >= 2]
     if not grams:
         return []
-    where, params = filters.sql(7)
-    limit_param = 7 + len(params)
+    where, params = filters.sql(6)
+    limit_param = 6 + len(params)
     rows = await pool.fetch(
         f"""
         WITH matched AS ({_MATCHED}),
@@ -60,9 +61,6 @@ async def graph_leg(pool: asyncpg.Pool, query: str, filters: SearchFilters, limi
             JOIN edges ed ON (ed.subject_id = m.id OR ed.object_id = m.id)
                          AND ed.valid_to IS NULL AND ed.confidence >= $5
             WHERE ed.source_segment IS NOT NULL
-            UNION ALL
-            SELECT em.session_id, em.segment_id, m.type, m.weight * $6 AS weight
-            FROM matched m JOIN entity_mentions em ON em.entity_id = m.id
         )
         SELECT s.session_id, s.segment_id, s.speaker, s.text, s.ts,
                sum(ev.weight) AS score,
@@ -73,7 +71,7 @@ async def graph_leg(pool: asyncpg.Pool, query: str, filters: SearchFilters, limi
         GROUP BY s.session_id, s.segment_id, s.speaker, s.text, s.ts
         ORDER BY score DESC, s.ts DESC
         LIMIT ${limit_param}""",
-        grams, TRIGRAM_MIN, filters.user_id, OWNER_NAMES, EDGE_CONFIDENCE_MIN, MENTION_DISCOUNT, *params, limit,
+        grams, TRIGRAM_MIN, filters.user_id, OWNER_NAMES, EDGE_CONFIDENCE_MIN, *params, limit,
     )
     hits = [
         MemoryHit(
