@@ -48,12 +48,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import re
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -61,7 +62,7 @@ from benchmarks.common import percentiles, write_result
 from benchmarks.embed_cache import memory_service
 from benchmarks.replies import NotRecorded, Recorder, Replayer
 from memory.capture import CapturePayload, CaptureSegment, append_payload
-from memory.db import open_database
+from memory.db import Database, open_database
 from memory.extraction import EXTRACT
 from memory.retrieval.recipes import RECIPES, DecayConfig, MMRConfig, RecipeName
 from memory.retrieval.types import Leg
@@ -229,6 +230,31 @@ async def ingest_conversation(sample: dict, root: Path, db, vectors, models: Mod
     return service
 
 
+@contextlib.asynccontextmanager
+async def scratch_store(prefix: str, database_url: str | None
+                        ) -> AsyncIterator[tuple[Path, Database, EdgeVectorIndex]]:
+    """A temporary directory with a database and a vector index to ingest conversations
+    into, closed afterwards. A failure while closing is printed, not raised: it must not
+    throw away what was measured."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        root = Path(tmp)
+        db = await open_database(MemorySettings(data_dir=root / "db", database_url=database_url))
+        vectors = EdgeVectorIndex(root / "vectors", EMBED_DIM)
+        try:
+            yield root, db, vectors
+        finally:
+            await close_quietly(vectors.close, db.close)
+
+
+async def close_quietly(*closers: Callable[[], Awaitable[object]]) -> None:
+    """Call each closer in order; a failure is printed and the rest still run."""
+    for close in closers:
+        try:
+            await close()
+        except Exception as exc:  # noqa: BLE001 - reported, the results are kept
+            print(f"shutting down: {type(exc).__name__}: {exc}", flush=True)
+
+
 async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = False,
               only: list[str] | None = None, sessions: int | None = None,
               ablation_names: list[str] | None = None, recipe_names: list[str] | None = None,
@@ -264,10 +290,7 @@ async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = F
     scores: dict[str, dict[str, Score]] = {name: defaultdict(Score) for name in variants}
     latencies: dict[str, list[float]] = defaultdict(list)
     ingest_s = 0.0
-    with tempfile.TemporaryDirectory(prefix="annie-locomo-") as tmp:
-        root = Path(tmp)
-        db = await open_database(MemorySettings(data_dir=root / "db", database_url=database_url))
-        vectors = EdgeVectorIndex(root / "vectors", EMBED_DIM)
+    async with scratch_store("annie-locomo-", database_url) as (root, db, vectors):
         try:
             for sample in samples:
                 start = time.perf_counter()
@@ -312,8 +335,6 @@ async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = F
                 await service.close()
                 print(f"{sample['sample_id']}: {len(questions[:limit_qa])} questions", flush=True)
         finally:
-            await vectors.close()
-            await db.close()
             if llm is not None:
                 await client.close()
                 await llm.close()

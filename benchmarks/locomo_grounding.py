@@ -23,20 +23,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import tempfile
 import time
 from collections import defaultdict
 from datetime import timedelta
 from pathlib import Path
 
 from benchmarks.common import percentiles, write_result
-from benchmarks.locomo import ADVERSARIAL, CATEGORIES, DATA, evidence_turns, ingest_conversation, last_session_time
-from memory.db import open_database
+from benchmarks.locomo import (
+    ADVERSARIAL,
+    CATEGORIES,
+    DATA,
+    evidence_turns,
+    ingest_conversation,
+    last_session_time,
+    scratch_store,
+)
 from memory.service import SearchRequest
-from memory.settings import MemorySettings
 from memory.tools import hit_lines
-from memory.vectors.edge import EdgeVectorIndex
-from models.embed import EMBED_DIM
 from models.settings import ModelSettings
 from voice.agent import grounded
 from voice.tools import Tool, ToolResult
@@ -67,34 +70,27 @@ async def run(conversations: list[str] | None, database_url: str | None, embed_c
     models = ModelSettings(allow_download=False)
     records: list[dict] = []
     ms: list[float] = []
-    with tempfile.TemporaryDirectory(prefix="annie-locomo-grounding-") as tmp:
-        root = Path(tmp)
-        db = await open_database(MemorySettings(data_dir=root / "db", database_url=database_url))
-        vectors = EdgeVectorIndex(root / "vectors", EMBED_DIM)
-        try:
-            for sample in samples:
-                service = await ingest_conversation(sample, root, db, vectors, models, embed_cache)
-                await db.pool.execute("ANALYZE segments")
-                now = last_session_time(sample) + timedelta(hours=1)
-                for qa in sample["qa"]:
-                    if qa.get("category") not in NAMES:
-                        continue
-                    query = memory_query(qa["question"])
-                    started = time.perf_counter()
-                    hits = await service.search(SearchRequest(query=query, limit=LINES, now=now))
-                    text = hit_lines(hits)
-                    fixed = grounded(qa["question"], ToolResult(Tool.SEARCH_MEMORY.value, {"query": query}, text), [])
-                    ms.append((time.perf_counter() - started) * 1000)
-                    found = {h.id.split("/", 1)[1] for h in hits if h.kind == "segment"}
-                    records.append({"conversation": sample["sample_id"], "category": NAMES[qa["category"]],
-                                    "question": qa["question"], "stopped": fixed,
-                                    "evidence_in_lines": bool(evidence_turns(qa) & found), "lines": text.splitlines()})
-                await service.close()
-                print(f"{sample['sample_id']}: {summary([r for r in records if r['conversation'] == sample['sample_id']])}",
-                      flush=True)
-        finally:
-            await vectors.close()
-            await db.close()
+    async with scratch_store("annie-locomo-grounding-", database_url) as (root, db, vectors):
+        for sample in samples:
+            service = await ingest_conversation(sample, root, db, vectors, models, embed_cache)
+            await db.pool.execute("ANALYZE segments")
+            now = last_session_time(sample) + timedelta(hours=1)
+            for qa in sample["qa"]:
+                if qa.get("category") not in NAMES:
+                    continue
+                query = memory_query(qa["question"])
+                started = time.perf_counter()
+                hits = await service.search(SearchRequest(query=query, limit=LINES, now=now))
+                text = hit_lines(hits)
+                fixed = grounded(qa["question"], ToolResult(Tool.SEARCH_MEMORY.value, {"query": query}, text), [])
+                ms.append((time.perf_counter() - started) * 1000)
+                found = {h.id.split("/", 1)[1] for h in hits if h.kind == "segment"}
+                records.append({"conversation": sample["sample_id"], "category": NAMES[qa["category"]],
+                                "question": qa["question"], "stopped": fixed,
+                                "evidence_in_lines": bool(evidence_turns(qa) & found), "lines": text.splitlines()})
+            await service.close()
+            print(f"{sample['sample_id']}: {summary([r for r in records if r['conversation'] == sample['sample_id']])}",
+                  flush=True)
     return {
         "dataset": f"LoCoMo dev split ({', '.join(s['sample_id'] for s in samples)}), categories 1-5",
         "embedding_cache": embed_cache is not None,

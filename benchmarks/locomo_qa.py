@@ -40,7 +40,6 @@ import asyncio
 import json
 import random
 import re
-import tempfile
 import time
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
@@ -54,15 +53,13 @@ from benchmarks.locomo import (
     CATEGORIES,
     DATA,
     capture_payloads,
+    close_quietly,
     evidence_turns,
     ingest_conversation,
     last_session_time,
+    scratch_store,
 )
-from memory.db import open_database
 from memory.retrieval.types import MemoryHit
-from memory.settings import MemorySettings
-from memory.vectors.edge import EdgeVectorIndex
-from models.embed import EMBED_DIM
 from models.settings import ModelSettings
 
 MODES = ("annie", "alone", "oracle")
@@ -191,10 +188,7 @@ async def run(n: int, conversations: list[str], seed: int, database_url: str | N
     records: list[dict] = list(before)
     ingest_s: dict[str, float] = {}
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="annie-locomo-qa-") as tmp:
-        root = Path(tmp)
-        db = await open_database(MemorySettings(data_dir=root / "db", database_url=database_url))
-        vectors = EdgeVectorIndex(root / "vectors", EMBED_DIM)
+    async with scratch_store("annie-locomo-qa-", database_url) as (root, db, vectors):
         path, runtime = await AnswerPath.start(models, root)
         try:
             for sample in pool:
@@ -238,12 +232,7 @@ async def run(n: int, conversations: list[str], seed: int, database_url: str | N
                 await primer.close()
                 await service.close()
         finally:
-            # A failure while shutting down must not throw away what was measured.
-            for close in (runtime.close, vectors.close, db.close):
-                try:
-                    await close()
-                except Exception as exc:  # noqa: BLE001 - reported, the results are kept
-                    print(f"shutting down: {type(exc).__name__}: {exc}", flush=True)
+            await close_quietly(runtime.close)
     return result_of(records, conversations, seed, models.llm_model, ingest_s, time.perf_counter() - started,
                      earlier)
 
