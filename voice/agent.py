@@ -22,7 +22,7 @@ import openai
 from memory.disclosure import memory_for
 from models.llm_client import LLMClient, LLMOutputError
 from voice.attribution import lent
-from voice.focus import focus, unsupported
+from voice.focus import focus, gap_in, unsupported
 from voice.forget_turn import ForgetConversation
 from voice.grounding import asked_names, missing_names, missing_note, not_in_memory
 from voice.grounding import evidence as evidence_lines
@@ -193,10 +193,11 @@ def grounded(question: str, result: ToolResult, convo: list[dict[str, Any]]) -> 
         return not_in_memory(missing)
     if not missing and not found and not evidence_lines(result.text):
         return NOTHING_FOUND
-    if (gap := unsupported(question, result.text, found + missing)) is not None:
+    asked = focus(question, found + missing)
+    if (gap := gap_in(asked, result.text)) is not None:
         log.info("memory returned nothing that supports %r; answering that it is not in memory", gap.reply())
         return gap.reply()
-    if not missing and (other := lent(focus(question, found), found, result.text)) is not None:
+    if not missing and (other := lent(asked, found, result.text)) is not None:
         log.info("what was asked about %s is what %s said of themselves; saying so", other.asked, other.owner)
         return other.reply()
     if missing:

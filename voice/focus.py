@@ -280,7 +280,11 @@ def matches_any(line_stem: str, question_stems: list[str]) -> bool:
 def unsupported(question: str, tool_result: str, names: list[str]) -> Gap | None:
     """The first part of what ``question`` asks about that ``tool_result`` does not
     support (see the module's rules), or None when all of it is supported."""
-    asked = focus(question, names)
+    return gap_in(focus(question, names), tool_result)
+
+
+def gap_in(asked: Focus, tool_result: str) -> Gap | None:
+    """:func:`unsupported` for a question already read by :func:`focus`."""
     lines = _lines(tool_result)
     all_stems = [s for line in lines for s in stems_of(line)]
     # The last phrase a question names is most often what it asks about ("What did my
