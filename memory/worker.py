@@ -155,6 +155,14 @@ class JobWorker:
                     await asyncio.wait_for(self._wake.wait(), self.poll_s)
             except asyncio.CancelledError:
                 raise
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            except (OSError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError,
+                    asyncpg.exceptions.OperatorInterventionError) as exc:
                 log.warning("job worker: database unavailable (%s); retrying", exc)
+                await asyncio.sleep(min(self.poll_s * 5, 10))
+            except asyncpg.PostgresError as exc:
+                # Reachable but refusing the worker's own statements: not an outage, and
+                # retrying will not help until the schema or the server is put right.
+                log.error("job worker: the database refused a statement (%s, SQLSTATE %s: %s); retrying. "
+                          "If this repeats, run `annie db migrate` and `annie doctor`.",
+                          type(exc).__name__, exc.sqlstate, exc)
                 await asyncio.sleep(min(self.poll_s * 5, 10))

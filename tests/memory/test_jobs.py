@@ -121,3 +121,34 @@ async def test_a_failed_or_released_job_whose_work_was_queued_again_is_supersede
     # with no twin, a failure still goes back to the queue
     await jobs.enqueue(pool, "extract", "alone", max_attempts=3)
     assert await jobs.fail(pool, await jobs.lease(pool, "w"), "LLM unreachable") == "queued"
+
+
+async def test_a_refused_statement_is_logged_as_such_and_the_worker_recovers(pool, caplog):
+    """A database that answers but refuses the worker's SQL is not called "unavailable"."""
+    seen: list[str] = []
+
+    async def handler(job):
+        seen.append(job.dedup_key)
+
+    await pool.execute("ALTER TABLE jobs RENAME COLUMN run_after TO run_after_moved")
+    worker = JobWorker(pool, {"k": handler}, poll_s=0.02)
+    worker.start()
+    try:
+        for _ in range(100):
+            if any("refused a statement" in r.getMessage() for r in caplog.records):
+                break
+            await asyncio.sleep(0.05)
+        refused = [r for r in caplog.records if "refused a statement" in r.getMessage()]
+        assert refused and refused[0].levelname == "ERROR"
+        assert "UndefinedColumnError" in refused[0].getMessage() and "annie db migrate" in refused[0].getMessage()
+        assert not any("database unavailable" in r.getMessage() for r in caplog.records)
+        await pool.execute("ALTER TABLE jobs RENAME COLUMN run_after_moved TO run_after")
+        await jobs.enqueue(pool, "k", "after-repair")
+        worker.wake()
+        for _ in range(300):
+            if seen:
+                break
+            await asyncio.sleep(0.05)
+        assert seen == ["after-repair"]
+    finally:
+        await worker.stop()
