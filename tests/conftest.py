@@ -14,6 +14,7 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from hypothesis.configuration import set_hypothesis_home_dir
 
 from memory.migrate import migrate
 from memory.pg_embedded import EmbeddedPostgres
@@ -28,6 +29,14 @@ def shared(relative: str) -> Path:
     if not path.exists():
         pytest.fail(f"test data {path} is missing: the shared data folder must sit beside the repository")
     return path
+
+
+def pytest_configure(config):
+    # Hypothesis keeps its example database and constants cache in ./.hypothesis: in a
+    # temporary directory instead, so a test run never writes into the repository.
+    home = Path(tempfile.mkdtemp(prefix="annie-hypothesis-"))
+    set_hypothesis_home_dir(home)
+    config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
 
 
 @pytest.fixture(scope="session")
