@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 
 from models.errors import ModelNotFound
+from models.llama_build import build_key, this_machine
 from models.process import die_with_parent, free_port, stop_stale, write_pid
 from models.settings import ModelSettings
 
@@ -29,11 +30,12 @@ BUILD_COMMAND = "make setup  (or: bash scripts/build-llama-server.sh)"
 
 
 def llama_server_binary(settings: ModelSettings) -> Path:
-    """The configured binary, else the cached build, else a clear error."""
+    """The configured binary, else the cached build for this CPU, else a clear error."""
     candidates = []
     if settings.llama_server_path:
         candidates.append(settings.llama_server_path)
-    candidates.append(settings.cache_dir / "llama-server" / LLAMA_SERVER_VERSION / "llama-server")
+    key = build_key(this_machine())
+    candidates.append(settings.cache_dir / "llama-server" / LLAMA_SERVER_VERSION / key / "llama-server")
     for path in candidates:
         if path.is_file() and os.access(path, os.X_OK):
             return path

