@@ -38,7 +38,12 @@ TOOL_SCHEMAS: list[dict] = [
 
 
 def _words(hit: MemoryHit) -> str:
+    """The words of a hit, cut at ``LINE_CHARS`` (at a word's end) before the days meant by
+    its relative times are added: a date must not push the end of what was said out."""
     words = " ".join(hit.text.split())
+    if len(words) > LINE_CHARS:
+        head = words[: LINE_CHARS + 1]
+        words = head.rsplit(" ", 1)[0] if " " in head else head[:LINE_CHARS]
     return with_dates(words, hit.timestamp) if hit.kind == "segment" else words
 
 
@@ -46,10 +51,11 @@ def hit_lines(hits: Iterable[MemoryHit]) -> str:
     """One line per hit: its day, who said it, the words. No ids: a segment id costs the
     model about 15 tokens a line to read (about 0.3 s on two cores) and no answer uses it;
     ``/v1/context`` gives the ids. In what was said, "yesterday", "last ..." and "... ago"
-    are followed by the day they meant (:mod:`memory.dated_text`)."""
+    are followed by the day they meant (:mod:`memory.dated_text`); the words are cut at
+    ``LINE_CHARS`` first."""
     lines = [
         f"{h.timestamp:%Y-%m-%d} {said_by(h.speaker) if h.kind == 'segment' else 'fact'}: "
-        f"{_words(h)[:LINE_CHARS]}"
+        f"{_words(h)}"
         for h in hits
     ]
     return "\n".join(lines) if lines else "No memories found."

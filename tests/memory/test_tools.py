@@ -6,10 +6,14 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memory import graph
 from memory.extraction import EXTRACT
+from memory.retrieval.types import MemoryHit
 from memory.service import MemoryService
+from memory.tools import LINE_CHARS, hit_lines
 from tests.memory.conftest import LLM_TEST_TIMEOUT_S, payload, write
 
 NOW = datetime(2026, 3, 20, 18, 0, tzinfo=UTC)
@@ -113,3 +117,28 @@ async def test_remember_puts_the_fact_into_the_graph_at_full_confidence(service,
     facts = await graph.current_facts(service.pool, U, arjun["id"])
     assert facts and all(f.confidence == 1.0 for f in facts)
     assert "Arjun" in await service.recall_entity("Arjun", now=NOW)
+
+
+def _hit(text: str, kind: str = "segment") -> MemoryHit:
+    return MemoryHit(kind=kind, id="s/1" if kind == "segment" else "fact:1", text=text, speaker="Me",
+                     timestamp=datetime(2023, 5, 8, 14, 0, tzinfo=UTC), session_id="s")
+
+
+def test_a_line_is_cut_before_its_dates_are_added_so_its_end_survives():
+    end = "and then I ran a charity race last Saturday."
+    said = "We talked about the garden, " * ((LINE_CHARS - len(end)) // 28) + end
+    said = "x" * (LINE_CHARS - len(said)) + said  # exactly LINE_CHARS: the date goes past the cut
+    assert len(said) <= LINE_CHARS < len(said) + len(" (6 May 2023)")
+    words = hit_lines([_hit(said)]).split(": ", 1)[1]
+    assert words == said.replace("last Saturday.", "last Saturday (6 May 2023).")
+
+
+@given(st.text(alphabet=st.sampled_from("ab yesterday last Friday ago two weeks."), max_size=600))
+def test_every_line_keeps_a_whole_word_prefix_of_what_was_said_within_the_cut(text):
+    said = " ".join(text.split())
+    words = hit_lines([_hit(text)]).split(": ", 1)[1] if said else ""
+    undated = re.sub(r" \((?:about |the week of |the weekend of )?[^()]*\)", "", words)
+    assert len(undated) <= LINE_CHARS
+    assert said.startswith(undated)
+    if len(said) > LINE_CHARS and " " in said[: LINE_CHARS + 1]:
+        assert said[len(undated):len(undated) + 1] == " "  # cut at a word's end
