@@ -22,6 +22,7 @@ import openai
 from memory.disclosure import memory_for
 from models.llm_client import LLMClient, LLMOutputError
 from voice.attribution import lent
+from voice.echo_guard import EchoGuard
 from voice.focus import focus, gap_in, unsupported
 from voice.forget_turn import ForgetConversation
 from voice.grounding import asked_names, missing_names, missing_note, not_in_memory
@@ -49,6 +50,9 @@ CANNOT_CHECK = "Sorry, I can't check my memory right now. Please ask me again in
 NOTHING_FOUND = "I don't have anything about that in my memory."
 FIXED_PHRASES = (STORED, NOT_STORED, CANNOT_CHECK, NOTHING_FOUND)
 LOOKUPS = frozenset({Tool.SEARCH_MEMORY, Tool.RECALL_ENTITY})
+# How the notes after the user's message begin (tool_note): a reply that begins so is a copy.
+NOTE_HEADINGS = (MEMORY_NOTE.split("{", 1)[0],
+                 *(TOOL_NOTE.split("{text}", 1)[0].format(tool=name) for name in sorted(TOOL_NAMES)))
 
 
 @dataclass
@@ -313,7 +317,8 @@ class Agent:
     async def _reply(self, convo: list[dict[str, Any]], text_filter: ToolTextFilter, spoken: list[str],
                      timings: dict[str, float], *, stop_at_tool_call: bool = False) -> AsyncIterator[TextDelta]:
         """Stream one completion through ``text_filter``; what passes is spoken (appended to
-        ``spoken``); the first token's delay is kept in ``timings`` once per turn.
+        ``spoken``); the first token's delay is kept in ``timings`` once per turn. A reply
+        that begins by reading out its memory note (:mod:`voice.echo_guard`) is stopped.
         ``stop_at_tool_call``: a reply that opens with a tool call (the model copying the
         lookup before it, when tools were already chosen) is stopped at once instead of
         generated to its end (about 25 tokens, 2 s on two cores) and then thrown away."""
@@ -321,18 +326,22 @@ class Agent:
         started = time.perf_counter()
         stats: dict[str, float] = {}
         said = len(spoken)
+        echo = EchoGuard(NOTE_HEADINGS)
         try:
             async for delta in self.llm.stream(llm_messages(convo), max_tokens=self.settings.max_reply_tokens,
                                                temperature=self.settings.reply_temperature, stats=stats):
                 if "first_token_s" not in timings:
                     timings["first_token_s"] = time.perf_counter() - started
-                if out := text_filter.feed(delta):
+                if out := echo.feed(text_filter.feed(delta)):
                     spoken.append(out)
                     yield TextDelta(out)
+                if echo.echo:
+                    log.info("the reply began by reading out its memory note; it is stopped and asked for in plain words")
+                    return
                 if stop_at_tool_call and text_filter.in_tool_call and not "".join(spoken[said:]).strip():
                     log.info("the reply opened with a tool call; it is stopped and asked for in plain words")
                     return
-            if out := text_filter.finish():
+            if out := echo.feed(text_filter.finish()) + echo.finish():
                 spoken.append(out)
                 yield TextDelta(out)
         finally:
