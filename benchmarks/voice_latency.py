@@ -102,7 +102,15 @@ CHATS = [
     ["Tell me a fun fact about owls.", "Who is Ana marrying?"],
     ["Hi Annie, how are you today?", "What should I cook tonight?"],
 ]
-LONG_REPLY = "Tell me a long story about a dragon who learns to bake bread."
+# Requests for a long reply, one per barge-in try: the same request again in one session
+# reads to the model as a repeat (it answered the second one in a few words).
+LONG_REPLIES = (
+    "Tell me a long story about a dragon who learns to bake bread.",
+    "Explain how a bicycle works, from the pedals to the wheels.",
+    "Describe a walk through a busy market on a summer morning.",
+    "Tell me about the history of the printing press.",
+    "Explain how bread rises, step by step.",
+)
 RATE = 48000
 FRAME = 960  # 20 ms
 
@@ -320,7 +328,7 @@ async def voice_turns(peer: Peer, observer: StageObserver, turns: list[tuple[str
     return results
 
 
-async def barge_ins(peer: Peer, observer: StageObserver, count: int, long_pcm: np.ndarray,
+async def barge_ins(peer: Peer, observer: StageObserver, count: int, long_asks: list[tuple[str, np.ndarray]],
                     stop_pcm: np.ndarray) -> list[dict]:
     """Ask for a long answer, let it play, say "Stop."; how soon the bot's audio stops.
 
@@ -331,7 +339,8 @@ async def barge_ins(peer: Peer, observer: StageObserver, count: int, long_pcm: n
     """
     rows = []
     for i in range(1, count + 1):
-        _, end = await peer.say(long_pcm)
+        asked, pcm = long_asks[(i - 1) % len(long_asks)]
+        _, end = await peer.say(pcm)
         deadline = time.monotonic() + 120
         while peer.first_loud_after(end) is None and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
@@ -341,7 +350,7 @@ async def barge_ins(peer: Peer, observer: StageObserver, count: int, long_pcm: n
         stopped = await peer.quiet(start, 0.8, 30)
         interrupted = next((t for t in observer.interruptions if t >= start), None)
         counted = playing and interrupted is not None and observer.speaking_at(interrupted - 0.05)
-        row = {"barge_in": i, "playing_at_stop": playing,
+        row = {"barge_in": i, "asked": asked, "playing_at_stop": playing,
                "interrupted_after_s": round(interrupted - start, 3) if interrupted is not None else None,
                "speaking_when_interrupted": bool(interrupted is not None and observer.speaking_at(interrupted - 0.05)),
                "stopped_after_s": round(stopped - start, 3) if stopped is not None and counted else None}
@@ -434,7 +443,7 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
     assert models is not None
     questions = [TURNS[i % len(TURNS)] for i in range(turns)]
     audio = [kokoro_pcm(models.kokoro, q) for q in questions]
-    long_pcm, _ = kokoro_pcm(models.kokoro, LONG_REPLY)
+    long_asks = [(text, kokoro_pcm(models.kokoro, text)[0]) for text in LONG_REPLIES[:max(barges, 1)]]
     stop_pcm, _ = kokoro_pcm(models.kokoro, "Stop.")
     # A fresh session on a running server: the server's own warm-up at start is done (a
     # user opens the page after Annie has started); the session's first turn is measured.
@@ -444,7 +453,7 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
         await peer.connect(client)
         await asyncio.sleep(3)
         results = await voice_turns(peer, observer, [(q, a[0]) for q, a in zip(questions, audio, strict=True)])
-        barge = await barge_ins(peer, observer, barges, long_pcm, stop_pcm) if barges else []
+        barge = await barge_ins(peer, observer, barges, long_asks, stop_pcm) if barges else []
         await peer.close()
         await asyncio.sleep(2)
         chat = await chat_turns(client, [CHATS[i % len(CHATS)] for i in range((chats + 1) // 2)]) if chats else []
