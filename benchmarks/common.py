@@ -9,7 +9,7 @@ import platform
 import statistics
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 from models.llm_client import LLMClient
@@ -69,3 +69,13 @@ async def benchmark_llm(url: str | None, model: str = "local") -> AsyncIterator[
         yield runtime.client
     finally:
         await runtime.close()
+
+
+async def close_quietly(*closers: Callable[[], Awaitable[object]]) -> None:
+    """Call each closer in order; a failure is printed and the rest still run, so a failure
+    while shutting down never throws away what was measured."""
+    for close in closers:
+        try:
+            await close()
+        except Exception as exc:  # noqa: BLE001 - reported, the results are kept
+            print(f"shutting down: {type(exc).__name__}: {exc}", flush=True)

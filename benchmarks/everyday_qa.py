@@ -26,13 +26,13 @@ import contextlib
 import json
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from benchmarks.answer_path import Answer, AnswerPath
 from benchmarks.answer_scoring import abstains, cannot_check, has_words
-from benchmarks.common import percentiles, write_result
+from benchmarks.common import close_quietly, percentiles, write_result
 from ingest.omi import parse_conversation, parse_transcript
 from ingest.service import IngestService
 from ingest.settings import IngestSettings
@@ -142,15 +142,6 @@ async def ask_all(questions: list[dict], memory: MemoryService, path: AnswerPath
         "wall_seconds": round(wall, 1),
         "questions": records,
     }
-
-
-async def close_quietly(*closers: Callable[[], Awaitable[object]]) -> None:
-    """Close each in turn; a failure while shutting down must not throw away what was measured."""
-    for close in closers:
-        try:
-            await close()
-        except Exception as exc:  # noqa: BLE001 - reported, the results are kept
-            print(f"shutting down: {type(exc).__name__}: {exc}", flush=True)
 
 
 @contextlib.asynccontextmanager

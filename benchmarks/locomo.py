@@ -54,11 +54,11 @@ import re
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from benchmarks.common import percentiles, write_result
+from benchmarks.common import close_quietly, percentiles, write_result
 from benchmarks.embed_cache import memory_service
 from benchmarks.replies import NotRecorded, Recorder, Replayer
 from memory.capture import CapturePayload, CaptureSegment, append_payload
@@ -244,15 +244,6 @@ async def scratch_store(prefix: str, database_url: str | None
             yield root, db, vectors
         finally:
             await close_quietly(vectors.close, db.close)
-
-
-async def close_quietly(*closers: Callable[[], Awaitable[object]]) -> None:
-    """Call each closer in order; a failure is printed and the rest still run."""
-    for close in closers:
-        try:
-            await close()
-        except Exception as exc:  # noqa: BLE001 - reported, the results are kept
-            print(f"shutting down: {type(exc).__name__}: {exc}", flush=True)
 
 
 async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = False,

@@ -47,13 +47,12 @@ from pathlib import Path
 
 from benchmarks.answer_path import Answer, AnswerPath, ClockedMemory, EvidenceMemory
 from benchmarks.answer_scoring import abstains, cannot_check, locomo_f1
-from benchmarks.common import percentiles, write_result
+from benchmarks.common import close_quietly, percentiles, write_result
 from benchmarks.locomo import (
     ADVERSARIAL,
     CATEGORIES,
     DATA,
     capture_payloads,
-    close_quietly,
     evidence_turns,
     ingest_conversation,
     last_session_time,
