@@ -22,8 +22,8 @@ COMMON_FLAGS = (
     "-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_OPENSSL=OFF"
 )
 
-# (key part, CPU flags it needs, cmake options it turns on), in build order: a later
-# entry is used only when every earlier one is.
+# (key part, CPU flags it needs, cmake options it turns on), in build order: AVX-512 only
+# on top of AVX2, and each of its EXTENSIONS on top of AVX-512, whichever of them the CPU has.
 FEATURES: tuple[tuple[str, frozenset[str], tuple[str, ...]], ...] = (
     ("avx2", frozenset({"avx2", "fma", "f16c", "bmi2"}),
      ("GGML_AVX", "GGML_AVX2", "GGML_FMA", "GGML_F16C", "GGML_BMI2")),
@@ -32,6 +32,7 @@ FEATURES: tuple[tuple[str, frozenset[str], tuple[str, ...]], ...] = (
     ("vbmi", frozenset({"avx512vbmi"}), ("GGML_AVX512_VBMI",)),
     ("bf16", frozenset({"avx512_bf16"}), ("GGML_AVX512_BF16",)),
 )
+EXTENSIONS = frozenset({"vnni", "vbmi", "bf16"})
 BASELINE = ("avx2",)
 GENERIC = "generic"
 
@@ -55,7 +56,7 @@ def features_for(flags: frozenset[str], *, baseline: bool = False) -> tuple[str,
     for part, needs, _ in FEATURES:
         if baseline and part not in BASELINE:
             break
-        if part in ("vnni", "vbmi", "bf16"):
+        if part in EXTENSIONS:
             if "avx512" in chosen and needs <= flags:
                 chosen.append(part)
             continue

@@ -165,13 +165,12 @@ def tool_note(call: ToolCall, result: ToolResult) -> list[dict[str, Any]]:
 
 def tool_results(messages: list[dict[str, Any]]) -> list[str]:
     """What the tools of a conversation returned, as notes or as tool messages, in order."""
-    heads = (MEMORY_NOTE.split("{", 1)[0], TOOL_NOTE.split(" {", 1)[0])
     out = []
     for m in messages:
         content = str(m.get("content") or "")
         if m.get("role") == "tool":
             out.append(content)
-        elif m.get("role") == "system" and content.startswith(heads):
+        elif m.get("role") == "system" and content.startswith(NOTE_HEADINGS):
             out.append(content.split("\n", 1)[1] if "\n" in content else "")
     return out
 
