@@ -186,6 +186,7 @@ class StageObserver(BaseObserver):
         self._turn: dict[str, float] = {}
         self.interruptions: list[float] = []  # when the pipeline was told to stop the bot
         self.bot_speaking: list[tuple[float, bool]] = []  # (when, started or stopped)
+        self._early_used: dict[int, int] = {}  # early transcripts used so far, per STT service
 
     async def on_push_frame(self, data: FramePushed) -> None:
         frame, now = data.frame, time.monotonic()
@@ -198,6 +199,11 @@ class StageObserver(BaseObserver):
             self._turn = {"vad_stop": now}
         elif isinstance(frame, TranscriptionFrame) and "stt" not in self._turn and self._turn:
             self._turn["stt"] = now
+            if (early := getattr(data.source, "early", None)) is not None:
+                # Whether this transcript was the one Whisper started in the closing pause.
+                used = self._early_used.get(id(data.source), 0)
+                self._turn["early_stt"] = early.stats.used > used
+                self._early_used[id(data.source)] = early.stats.used
         elif isinstance(frame, LLMContextFrame) and "context" not in self._turn and "stt" in self._turn:
             self._turn["context"] = now
         elif "context" in self._turn and "chunk" not in self._turn:
@@ -318,6 +324,7 @@ async def voice_turns(peer: Peer, observer: StageObserver, turns: list[tuple[str
                 "tts_first_chunk_s": round(stage["tts"] - stage["chunk"], 3),
             })
             row["rest_s"] = round(row["total_s"] - row["stt_s"] - row["llm_first_chunk_s"] - row["tts_first_chunk_s"], 3)
+            row["early_stt"] = bool(stage.get("early_stt"))
         if isinstance(agent := stage.get("agent"), dict):
             # Inside "LLM to first chunk": routing, the first reply token, and how much prompt
             # the LLM server read (the rest came from its prompt cache).
@@ -472,6 +479,7 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
         "pipeline_ms": {key: pct([r[key] for r in done]) for key in keys},
         "standalone_ms": {key: pct([r[key] for r in alone]) for key in
                           ("stt_s", "llm_first_chunk_s", "tts_first_chunk_s", "sum_s")},
+        "early_stt_used": {"turns": len(done), "early": sum(1 for r in done if r.get("early_stt"))},
         "overhead_ratio": {"p50": round(statistics.median(ratios), 3) if ratios else None,
                            "mean": round(statistics.fmean(ratios), 3) if ratios else None},
         "barge_in_ms": {"stopped_after": pct(stops),
@@ -484,8 +492,9 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
                                 "new_session": pct([r["first_token_s"] for r in chat
                                                     if r["new_session"] and r["first_token_s"] is not None])},
         "per_turn": results, "standalone_per_turn": alone, "barge_in_per_try": barge, "chat_per_message": chat,
-        "note": "STT in the pipeline starts at the VAD stop (about 0.2 s after speech ends); 'rest' holds that, "
-                "the smart-turn wait, queues and transport. Barge-in is timed from the first sample of 'Stop.' "
+        "note": "STT in the pipeline is timed from the VAD stop (about 0.2 s after speech ends) to the transcript; "
+                "Whisper may start before the stop ('early_stt': begun in the closing pause). 'rest' holds the VAD "
+                "stop, the smart-turn wait, queues and transport. Barge-in is timed from the first sample of 'Stop.' "
                 "to the last loud frame the client heard. Memory questions search a real memory.",
     }
 

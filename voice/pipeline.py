@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 from pipecat.audio.turn.smart_turn.local_smart_turn_v3 import LocalSmartTurnAnalyzerV3
 from pipecat.audio.utils import create_stream_resampler
-from pipecat.audio.vad.silero import SileroVADAnalyzer
 from pipecat.frames.frames import (
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
     Frame,
+    InputAudioRawFrame,
     InterruptionFrame,
     LLMContextFrame,
     LLMFullResponseEndFrame,
@@ -38,6 +38,7 @@ from pipecat.frames.frames import (
     TTSAudioRawFrame,
     TTSTextFrame,
     UserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
 )
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.processors.aggregators.llm_context import LLMContext
@@ -53,6 +54,7 @@ from pipecat.services.whisper.stt import WhisperSTTService
 from pipecat.transcriptions.language import Language
 from pipecat.turns.user_stop import TurnAnalyzerUserTurnStopStrategy
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
+from pipecat.utils.types import assert_given
 
 from models.settings import ModelSettings
 from models.stt import WhisperSize, load_whisper, resolve_stt
@@ -61,11 +63,13 @@ from models.turn import resolve_turn
 from models.vad import resolve_vad
 from voice.agent import FIXED_PHRASES, Agent, ContextMessage, TextDelta, ToolStart, ToolUse, TurnDone, last_user_text
 from voice.clause_aggregator import FirstClauseAggregator
+from voice.early_stt import EarlyDecoding
 from voice.intent_rules import asks_to_stop
 from voice.recorder import ConversationRecorder
 from voice.settings import VoiceSettings
 from voice.textfilter import ToolTextFilter
 from voice.tools import TOOL_NAMES
+from voice.vad import SILERO_FRAME_S, SessionVAD
 
 log = logging.getLogger(__name__)
 
@@ -106,35 +110,46 @@ class VoiceModels:
         return sorted(v for v in self.kokoro.voices if v[:1] in ENGLISH_VOICE_PREFIXES)
 
 
-class _Decoding:
-    """The shared faster-whisper model with this service's decoding options."""
-
-    def __init__(self, model: Any, **options: Any) -> None:
-        self._model = model
-        self._options = options
-
-    def transcribe(self, audio: Any, **kwargs: Any) -> Any:
-        return self._model.transcribe(audio, **{**kwargs, **self._options})
-
-
 class SharedWhisperSTTService(WhisperSTTService):
     """Whisper STT over the process-wide faster-whisper model (no load per session).
 
     A short spoken turn needs neither a wide beam nor timestamps: greedy decoding
-    (``beam_size`` 1 by default) of tiny.en takes about half the time of beam 5.
+    (``beam_size`` 1 by default) of tiny.en takes about half the time of beam 5. With a
+    :class:`SessionVAD`, Whisper starts in the pause at the end of a turn
+    (``voice.early_stt``).
     """
 
-    def __init__(self, *, models: VoiceModels, beam_size: int = 1, **kwargs: Any) -> None:
-        self._shared_model = _Decoding(models.whisper, beam_size=beam_size, without_timestamps=True,
-                                       condition_on_previous_text=False)
+    def __init__(self, *, models: VoiceModels, beam_size: int = 1, vad: SessionVAD | None = None,
+                 early_after_frames: int = 0, **kwargs: Any) -> None:
         super().__init__(
             device="cpu",
             settings=WhisperSTTService.Settings(model=str(models.stt_path), language=Language.EN),
             **kwargs,
         )
+        self.early = EarlyDecoding(models.whisper, vad=vad, after_frames=early_after_frames, beam_size=beam_size,
+                                   without_timestamps=True, condition_on_previous_text=False)
+        self._model = self.early
 
     def _load(self) -> None:
-        self._model = self._shared_model
+        self._model = getattr(self, "early", None)
+
+    def _decode_options(self) -> dict[str, Any]:
+        """The options pipecat's ``run_stt`` passes to the model, so an early run decodes alike."""
+        return {"language": assert_given(self._settings.language), "hotwords": assert_given(self._settings.hotwords),
+                "initial_prompt": assert_given(self._settings.initial_prompt)}
+
+    async def process_audio_frame(self, frame: InputAudioRawFrame, direction: FrameDirection) -> None:
+        await super().process_audio_frame(frame, direction)
+        if self._user_speaking and self.early.due():
+            self.early.start(bytes(self._audio_buffer), self._trailing_silence(), self._decode_options())
+
+    async def _handle_user_stopped_speaking(self, frame: VADUserStoppedSpeakingFrame) -> None:
+        self.early.speech_stopped()
+        await super()._handle_user_stopped_speaking(frame)
+
+    async def cleanup(self) -> None:
+        await super().cleanup()
+        self.early.close()
 
 
 class SharedKokoroTTSService(KokoroTTSService):
@@ -346,12 +361,14 @@ def build_pipeline(
     recorder: ConversationRecorder | None,
 ) -> VoicePipeline:
     """The processors of one voice session; ``transport`` None builds the middle only (tests)."""
-    stt = SharedWhisperSTTService(models=models, beam_size=settings.stt_beam_size)
+    vad = SessionVAD(start_secs=settings.vad_start_secs, volume_smoothing=settings.vad_volume_smoothing)
+    stt = SharedWhisperSTTService(models=models, beam_size=settings.stt_beam_size, vad=vad,
+                                  early_after_frames=round(settings.early_stt_after_s / SILERO_FRAME_S))
     context = LLMContext(messages=[{"role": "system", "content": system_prompt}])
     user_agg, assistant_agg = LLMContextAggregatorPair(
         context,
         user_params=LLMUserAggregatorParams(
-            vad_analyzer=SileroVADAnalyzer(),
+            vad_analyzer=vad,
             user_turn_strategies=UserTurnStrategies(
                 stop=[TurnAnalyzerUserTurnStopStrategy(
                     turn_analyzer=LocalSmartTurnAnalyzerV3(smart_turn_model_path=str(models.turn_path)))]

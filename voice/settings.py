@@ -65,6 +65,16 @@ class VoiceSettings(BaseSettings):
     stt_threads: int = Field(default=2, ge=0, le=64)
     # Beam width of the voice STT (tiny.en): 1 is greedy and about twice as fast as 5.
     stt_beam_size: int = Field(default=1, ge=1, le=10)
+    # Confident speech needed before the VAD says the user started speaking, which also
+    # stops a reply in progress (barge-in). pipecat's default is 0.2 s (see voice.vad).
+    vad_start_secs: float = Field(default=0.1, ge=0.032, le=1.0)
+    # How fast the VAD's loudness gate follows the voice, per 32 ms frame (pipecat: 0.2).
+    # 0.5 hears a barge-in about 0.08 s sooner, and lets the bot's own voice through
+    # where the browser's echo cancellation leaves it only 30 dB down: for headphones.
+    vad_volume_smoothing: float = Field(default=0.2, gt=0.0, le=1.0)
+    # Start Whisper this far into a pause, before the VAD ends the turn (0.2 s of
+    # silence); the result is kept when no speech followed. 0 turns it off.
+    early_stt_after_s: float = Field(default=0.064, ge=0.0, le=1.0)
     # Kokoro gives one audio chunk per sentence. The longest Kokoro may take to make one sentence before its audio is given up as
     # lost. Contexts are closed explicitly at the end of a turn, so a long value costs
     # nothing; a short one silenced whole replies when a long sentence took over 10 s on
