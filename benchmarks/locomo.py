@@ -249,9 +249,11 @@ async def scratch_store(prefix: str, database_url: str | None
 async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = False,
               only: list[str] | None = None, sessions: int | None = None,
               ablation_names: list[str] | None = None, recipe_names: list[str] | None = None,
-              embed_cache: Path | None = None, replies: str | None = None, replies_file: Path = REPLIES) -> dict:
+              embed_cache: Path | None = None, replies: str | None = None, replies_file: Path = REPLIES,
+              resume: bool = False) -> dict:
     """``replies``: None (the LLM answers), "save" (it answers and its replies are kept in
-    ``replies_file``) or "replay" (the kept replies answer, no LLM is started)."""
+    ``replies_file``; with ``resume`` the replies already there answer their requests) or
+    "replay" (the kept replies answer, no LLM is started)."""
     samples = [s for s in json.loads(DATA.read_text()) if not only or s["sample_id"] in only]
     if sessions:
         samples = [first_sessions(s, sessions) for s in samples]
@@ -275,7 +277,7 @@ async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = F
         if replies == "save":
             about = {"backend": f"managed llama-server ({client.model})", "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                      "extraction": {}}
-            client = recorder = Recorder(client, replies_file, about)
+            client = recorder = Recorder(client, replies_file, about, resume=resume)
     ablations = {k: v for k, v in ABLATIONS.items() if ablation_names is None or k.lstrip("_") in ablation_names}
     variants = [*map(str, recipes), *(f"{RecipeName.HYBRID}{suffix}" for suffix in ablations)]
     scores: dict[str, dict[str, Score]] = {name: defaultdict(Score) for name in variants}
@@ -389,17 +391,21 @@ def main() -> None:
                       help=f"with --graph: keep the LLM's extraction replies in {REPLIES.name}")
     mode.add_argument("--replay", action="store_true",
                       help=f"with --graph: build the graph from the replies in {REPLIES.name}, without the LLM")
+    parser.add_argument("--resume", action="store_true",
+                        help="with --save-replies: keep the replies already saved and ask the LLM only for the rest")
     parser.add_argument("--replies-file", type=Path, default=REPLIES,
                         help=f"where the replies are kept (default: results/{REPLIES.name})")
     parser.add_argument("--machine-state", help="what else ran on the machine, kept in the result next to the timings")
     args = parser.parse_args()
     if (args.save_replies or args.replay) and not args.graph:
         parser.error("--save-replies and --replay go with --graph")
+    if args.resume and not args.save_replies:
+        parser.error("--resume goes with --save-replies")
     replies = "save" if args.save_replies else "replay" if args.replay else None
     result = asyncio.run(run(args.limit_qa, args.database_url, graph=args.graph, only=args.samples,
                              sessions=args.sessions, ablation_names=args.ablations, recipe_names=args.recipes,
                              embed_cache=args.embed_cache, replies=replies,
-                             replies_file=args.replies_file))
+                             replies_file=args.replies_file, resume=args.resume))
     if args.machine_state:
         result["machine_state"] = args.machine_state
     write_result(args.name or ("locomo_graph" if args.graph else "locomo"), result)

@@ -31,13 +31,31 @@ def request_key(kind: str, messages: list[dict[str, Any]], options: dict[str, An
     return hashlib.sha256(body.encode()).hexdigest()[:32]
 
 
-class Recorder:
-    """An LLM client that passes requests on and keeps the replies."""
+def json_reply(reply: dict[str, Any]) -> Any:
+    """A kept ``chat_json`` reply as the client gives it: a fresh copy (post-processing may
+    change it), or the error it was."""
+    if "invalid" in reply:
+        raise LLMOutputError(reply["invalid"])
+    return json.loads(json.dumps(reply["json"]))
 
-    def __init__(self, client: LLMClient, path: Path | None = None, about: dict[str, Any] | None = None) -> None:
+
+class Recorder:
+    """An LLM client that passes requests on and keeps the replies.
+
+    With ``resume``, the replies already in ``path`` are kept and answer their requests
+    again, so a recording cut short goes on where it stopped instead of starting over."""
+
+    def __init__(self, client: LLMClient, path: Path | None = None, about: dict[str, Any] | None = None,
+                 *, resume: bool = False) -> None:
         self.client = client
         self.replies: dict[str, dict[str, Any]] = {}
         self.path, self.about = path, dict(about or {})
+        self.reused = 0
+        if resume and path is not None and path.exists():
+            saved = Replayer(path)
+            self.replies = saved.replies
+            self.about = {**saved.about, **self.about,
+                          "extraction": {**saved.about.get("extraction", {}), **self.about.get("extraction", {})}}
 
     def _keep(self, key: str, reply: dict[str, Any]) -> None:
         """Keep a reply; with a path, the file is rewritten at once (a run cut short keeps what it got)."""
@@ -48,13 +66,23 @@ class Recorder:
     def __getattr__(self, name: str) -> Any:  # cloud, base_url, model ...: the wrapped client's
         return getattr(self.client, name)
 
+    def _kept(self, key: str) -> dict[str, Any] | None:
+        reply = self.replies.get(key)
+        self.reused += reply is not None
+        return reply
+
     async def chat(self, messages: list[dict[str, Any]], **options: Any) -> str:
+        key = request_key("chat", messages, options)
+        if (kept := self._kept(key)) is not None:
+            return kept["text"]
         text = await self.client.chat(messages, **options)
-        self._keep(request_key("chat", messages, options), {"text": text})
+        self._keep(key, {"text": text})
         return text
 
     async def chat_json(self, messages: list[dict[str, Any]], schema: dict[str, Any], **options: Any) -> Any:
         key = request_key("chat_json", messages, {"schema": schema, **options})
+        if (kept := self._kept(key)) is not None:
+            return json_reply(kept)
         try:
             value = await self.client.chat_json(messages, schema, **options)
         except LLMOutputError as exc:
@@ -89,10 +117,7 @@ class Replayer:
         return self._reply(request_key("chat", messages, options))["text"]
 
     async def chat_json(self, messages: list[dict[str, Any]], schema: dict[str, Any], **options: Any) -> Any:
-        reply = self._reply(request_key("chat_json", messages, {"schema": schema, **options}))
-        if "invalid" in reply:
-            raise LLMOutputError(reply["invalid"])
-        return json.loads(json.dumps(reply["json"]))  # a fresh copy: post-processing may change it
+        return json_reply(self._reply(request_key("chat_json", messages, {"schema": schema, **options})))
 
     async def close(self) -> None:
         return None

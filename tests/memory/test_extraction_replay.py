@@ -46,3 +46,33 @@ async def test_a_replay_gives_what_the_recorded_run_gave(tmp_path):
         await replayer.chat_json([{"role": "user", "content": "CUT"}], {})
     with pytest.raises(NotRecorded):  # another transcript (or prompt) was never asked
         await extract_lines(replayer, [Line("s1", "Me", "Something else entirely.", T0)])
+
+
+class CountingLLM(FixedLLM):
+    def __init__(self) -> None:
+        self.asked = 0
+
+    async def chat_json(self, messages, schema, **options):
+        self.asked += 1
+        return await super().chat_json(messages, schema, **options)
+
+
+async def test_a_resumed_recording_asks_only_what_was_not_recorded(tmp_path):
+    path = tmp_path / "replies.json"
+    first = Recorder(FixedLLM(), path, {"backend": "fixed", "extraction": {"conv-a": {"sessions": 1}}})
+    live = await extract_lines(first, LINES)
+    with pytest.raises(LLMOutputError):
+        await first.chat_json([{"role": "user", "content": "CUT"}], {})
+    llm = CountingLLM()
+    resumed = Recorder(llm, path, {"backend": "fixed", "extraction": {}}, resume=True)
+    again = await extract_lines(resumed, LINES)
+    with pytest.raises(LLMOutputError):  # a kept failure stays one
+        await resumed.chat_json([{"role": "user", "content": "CUT"}], {})
+    assert llm.asked == 0 and resumed.reused == 2
+    assert [(e.type, e.name) for e in again[0]] == [(e.type, e.name) for e in live[0]]
+    await extract_lines(resumed, [Line("s2", "Me", "Something else entirely.", T0)])
+    assert llm.asked == 1
+    kept = Replayer(path)  # the new reply joined the old ones, and the earlier timings stayed
+    assert len(kept.replies) == 3 and kept.about["extraction"] == {"conv-a": {"sessions": 1}}
+    fresh = Recorder(CountingLLM(), path, {"backend": "fixed"})  # without resume: a new recording
+    assert fresh.replies == {}
