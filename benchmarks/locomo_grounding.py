@@ -38,7 +38,6 @@ from benchmarks.locomo import (
     last_session_time,
     scratch_store,
 )
-from memory.service import SearchRequest
 from memory.tools import hit_lines
 from models.settings import ModelSettings
 from voice.agent import grounded
@@ -80,7 +79,7 @@ async def run(conversations: list[str] | None, database_url: str | None, embed_c
                     continue
                 query = memory_query(qa["question"])
                 started = time.perf_counter()
-                hits = await service.search(SearchRequest(query=query, limit=LINES, now=now))
+                hits = await service.lookup(query, limit=LINES, now=now)
                 text = hit_lines(hits)
                 fixed = grounded(qa["question"], ToolResult(Tool.SEARCH_MEMORY.value, {"query": query}, text), [])
                 ms.append((time.perf_counter() - started) * 1000)

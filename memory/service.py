@@ -32,6 +32,7 @@ from memory.forget import ForgetDeps
 from memory.forget_tools import PendingForget, carry_out, propose_forget_about
 from memory.ingestion import FileIngestor
 from memory.query_batch import QueryEmbedder
+from memory.retrieval.context import replies_to_questions
 from memory.retrieval.filters import SearchFilters
 from memory.retrieval.recipes import RECIPES, RecipeName, SearchRecipe
 from memory.retrieval.search import SearchDeps, search
@@ -186,14 +187,20 @@ class MemoryService:
 
     # tools (compact one-line-per-item text for the LLM) --------------------------------
 
+    async def lookup(self, query: str, hours_back: float | None = None, limit: int = 3, *,
+                     now: datetime | None = None) -> list[MemoryHit]:
+        """What the ``search_memory`` tool shows: the top ``limit`` hits, a question among
+        them followed by the turn that answered it."""
+        hits = await self.search(SearchRequest(query=query, hours_back=hours_back, limit=limit, now=now))
+        return await replies_to_questions(self.pool, hits, self.settings.user_id, limit)
+
     async def search_memory(self, query: str, hours_back: float | None = None, limit: int = 3, *,
                             now: datetime | None = None, disclosure: Disclosure = Disclosure.LOCAL) -> str:
         if disclosure is Disclosure.LOCAL:
-            return hit_lines(await self.search(SearchRequest(query=query, hours_back=hours_back, limit=limit,
-                                                             now=now)))
+            return hit_lines(await self.lookup(query, hours_back, limit, now=now))
         # A cloud model: search deeper, so that what is left after the sensitive items
         # are taken out still fills the answer.
-        hits = await self.search(SearchRequest(query=query, hours_back=hours_back, limit=limit * 3, now=now))
+        hits = await self.lookup(query, hours_back, limit * 3, now=now)
         kept, withheld = await open_hits(self.pool, hits)
         text = hit_lines(kept[:limit])
         return f"{text}\n{WITHHELD}" if withheld else text

@@ -4,9 +4,14 @@ A turn rarely stands alone: "what books has she read" is asked in one turn and a
 ("Charlotte's Web, loved it") in the next, which shares no word with the question. So the
 turns just before and after each strong hit are brought in (or lifted) with a share of
 its score. One indexed query for all of them; no model runs.
+
+What the ``search_memory`` tool shows goes one step further: a short question among its
+hits is followed by the turn that answered it (:func:`replies_to_questions`).
 """
 
 from __future__ import annotations
+
+import re
 
 import asyncpg
 
@@ -52,3 +57,73 @@ async def add_neighbours(pool: asyncpg.Pool, hits: list[MemoryHit], filters: Sea
         kept.score += share
     return sorted(by_id.values(), key=lambda h: (-h.score, h.id))
 
+
+
+# The turn that answers a question: the first of the next two turns said by someone else.
+_REPLIES = """
+    SELECT k.session_id, k.segment_id AS hit_id, n.segment_id, n.speaker, n.text, n.ts
+    FROM unnest($1::text[], $2::text[]) AS k(session_id, segment_id)
+    JOIN segments h ON h.session_id = k.session_id AND h.segment_id = k.segment_id
+    CROSS JOIN LATERAL (
+        SELECT w.* FROM (
+            SELECT s.segment_id, s.speaker, s.text, s.ts, s.start_s FROM segments s
+            WHERE s.session_id = h.session_id AND s.start_s > h.start_s AND s.user_id = $3
+            ORDER BY s.start_s LIMIT 2) w
+        WHERE w.speaker <> h.speaker ORDER BY w.start_s LIMIT 1
+    ) n"""
+
+
+# A turn that asks: it ends with a question and says little else. A long turn that ends
+# with one ("... It was a great run. How was your week?") is mostly its statements, and
+# the turn after it answers the small talk, not them.
+QUESTION_WORDS = 20
+_SENTENCE_END = re.compile(r"[.!?]+(?:\s|$)")
+
+
+def is_question(hit: MemoryHit) -> bool:
+    text = hit.text.strip()
+    return (hit.kind == "segment" and bool(hit.session_id) and text.endswith("?")
+            and len(text.split()) <= QUESTION_WORDS and len(_SENTENCE_END.findall(text)) <= 2)
+
+
+def with_replies(hits: list[MemoryHit], replies: dict[str, MemoryHit], limit: int) -> list[MemoryHit]:
+    """``hits`` in their order, each question followed by its reply (``replies`` by the
+    question's id), cut to ``limit``; a question left last keeps its reply past the cut.
+    A reply that is also a hit is shown once, after its question."""
+    shown: list[MemoryHit] = []
+    seen: set[str] = set()
+    for hit in hits:
+        if hit.id in seen:
+            continue
+        if len(shown) >= limit:
+            break
+        shown.append(hit)
+        seen.add(hit.id)
+        reply = replies.get(hit.id)
+        if reply is not None and reply.id not in seen:
+            shown.append(reply)
+            seen.add(reply.id)
+    return shown
+
+
+async def replies_to_questions(pool: asyncpg.Pool, hits: list[MemoryHit], user_id: str,
+                               limit: int) -> list[MemoryHit]:
+    """The first ``limit`` hits, each question among them followed by the turn that answered it.
+
+    A question alone holds no fact ("Oh nice, is she still working as an architect?") and
+    its answer alone holds little ("Yes, and she is getting married in June"): memory
+    found the question, so the answer is shown with it. One indexed query; no model runs.
+    """
+    questions = [h for h in hits[:limit] if is_question(h)]
+    if not questions:
+        return hits[:limit]
+    rows = await pool.fetch(_REPLIES, [h.session_id for h in questions], [h.id.split("/", 1)[1] for h in questions],
+                            user_id)
+    by_id = {h.id: h for h in hits}
+    replies = {}
+    for r in rows:
+        key = f"{r['session_id']}/{r['segment_id']}"
+        replies[f"{r['session_id']}/{r['hit_id']}"] = by_id.get(key) or MemoryHit(
+            kind="segment", id=key, text=r["text"], speaker=r["speaker"], timestamp=r["ts"],
+            session_id=r["session_id"])
+    return with_replies(hits, replies, limit)

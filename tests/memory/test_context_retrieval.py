@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from memory.owner import OWNER
 from memory.retrieval.bm25 import keyword_legs
 from memory.retrieval.filters import SearchFilters
 from memory.retrieval.recipes import ContextConfig, MMRConfig, RecipeName
@@ -97,3 +98,53 @@ def test_a_second_hit_from_a_chosen_session_counts_as_redundant():
             hit("b1", "B", 0.9, "swimming with the kids")]
     assert [h.id for h in mmr(hits, 2, MMRConfig(same_session=0.3))] == ["a1", "b1"]
     assert [h.id for h in mmr(hits, 2, MMRConfig())] == ["a1", "a2"]
+
+
+async def test_the_search_tool_shows_a_question_with_its_answer(memory):
+    await ingest(memory, [("omi", NOW - timedelta(days=3), [
+        ("m1", OWNER, "My sister Maya lives in Lisbon now, she moved there in March.", 0, 4),
+        ("m2", "SPEAKER_01", "Oh nice, is she still working as an architect?", 4, 8),
+        ("m3", OWNER, "Yes, and she is getting married in June to a guy called Tiago.", 8, 12),
+        ("m4", "SPEAKER_01", "Is the wedding in Lisbon?", 12, 14),
+        ("m5", "SPEAKER_01", "Or back home?", 14, 16),
+        ("m6", "SPEAKER_02", "The tram to the old town is always full.", 16, 20),
+    ])])
+    shown = await memory.lookup("architect", limit=1, now=NOW)
+    # the question was the one hit: its answer comes with it, past the limit
+    assert [h.id for h in shown] == ["omi/m2", "omi/m3"]
+    text = await memory.search_memory("architect", limit=1, now=NOW)
+    assert text.splitlines()[1].endswith("you said: Yes, and she is getting married in June to a guy called Tiago.")
+    # the answer is the first of the next two turns said by someone else, or none
+    wedding = await memory.lookup("wedding", limit=1, now=NOW)
+    assert [h.id for h in wedding] == ["omi/m4", "omi/m6"]
+    statement = await memory.lookup("Lisbon March", limit=1, now=NOW)
+    assert [h.id for h in statement] == ["omi/m1"]
+
+
+def test_replies_take_the_place_of_lower_hits():
+    from memory.retrieval.context import with_replies
+
+    def hit(i: str, text: str = "A statement.") -> MemoryHit:
+        return MemoryHit("segment", f"s/{i}", text, "Me", NOW, "s")
+
+    q, a, b, c = hit("q", "Where?"), hit("a"), hit("b"), hit("c")
+    assert with_replies([q, b, c], {"s/q": a}, 3) == [q, a, b]
+    assert with_replies([b, c, q], {"s/q": a}, 3) == [b, c, q, a]
+    assert with_replies([q, a, b], {"s/q": a}, 3) == [q, a, b]  # a reply that is a hit shows once
+    assert with_replies([b, q, c, a], {"s/q": a}, 3) == [b, q, a]
+    assert with_replies([b, c], {}, 3) == [b, c]
+
+
+def test_a_question_is_a_turn_that_asks():
+    from memory.retrieval.context import is_question
+
+    def turn(text: str, kind: str = "segment") -> MemoryHit:
+        return MemoryHit(kind, "s/1", text, "Me", NOW, "s")
+
+    assert is_question(turn("Oh nice, is she still working as an architect?"))
+    assert is_question(turn("Wow, Caroline! Which one has been your favorite book?"))
+    assert not is_question(turn("I ran a charity race for veterans last Sunday. It was hard. How was your week?"))
+    assert not is_question(turn("We ran the race last Sunday and raised a lot of money for the shelter, "
+                                "which was the whole point of it, wasn't it?"))
+    assert not is_question(turn("She moved to Lisbon."))
+    assert not is_question(turn("Is it true?", kind="fact"))
