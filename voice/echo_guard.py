@@ -3,8 +3,10 @@
 The bundled model now and then answers a memory question by copying the note it was
 given instead of answering ("Memory search results for the user's last message:
 2026-11-24 SPEAKER_01 said: Yes, but it moved to Thursday ..."; once in 44 everyday
-questions). :class:`EchoGuard` holds back the start of a reply while it may still be such
-a copy (a note's heading, or a memory line: a date, who, "said:") and tells the caller
+questions), or a line of the memory briefing ('You said (just now): "Sofia's birthday
+..."', asked who comes to dinner on Sunday). :class:`EchoGuard` holds back the start of a
+reply while it may still be such a copy (a note's heading, a memory line: a date, who,
+"said:", or a briefing line: who, "said (", when) and tells the caller
 when it is one; the caller stops that completion and asks for a plain answer. Anything
 else passes as soon as it can no longer be a copy: a reply opening "Maya moved" is held
 for one token.
@@ -18,6 +20,13 @@ from collections.abc import Iterable
 # A memory line as the tools write it ("2026-11-24 you said:"), complete or still growing.
 _LINE = re.compile(r"\d{4}-\d{2}-\d{2} [^:\n]{1,60}? said:", re.IGNORECASE)
 _LINE_START = re.compile(r"\d{1,4}(?:-\d{0,2}(?:-\d{0,2}(?: [^:\n]{0,60})?)?)?", re.IGNORECASE)
+# A line of the memory briefing ('- You said (just now): "..."', '- Maya said (2 days ago):',
+# '- Fact (3 weeks ago):'), once its "(" is there; and what may still grow into one: up to
+# two words, then "said (" being written. "Maya lives" is held for one token more.
+_WORDS = r"[^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*)?"
+_BRIEF = re.compile(rf"-?\s*(?:fact|{_WORDS} said) \(")
+_BRIEF_START = re.compile(
+    r"-?\s*(?:f(?:a(?:c(?:t(?: )?)?)?)?|[^\W\d_][\w'’.-]*(?: [\w'’.-]*)?(?: (?:s(?:a(?:i(?:d(?: )?)?)?)?)?)?)?")
 
 
 class EchoGuard:
@@ -35,10 +44,11 @@ class EchoGuard:
             return ""
         self._held += text
         start = self._held.lstrip().casefold()
-        if any(start.startswith(h) for h in self._headings) or _LINE.match(start):
+        if any(start.startswith(h) for h in self._headings) or _LINE.match(start) or _BRIEF.match(start):
             self.echo = True
             return ""
-        if not start or any(h.startswith(start) for h in self._headings) or _LINE_START.fullmatch(start):
+        if (not start or any(h.startswith(start) for h in self._headings) or _LINE_START.fullmatch(start)
+                or _BRIEF_START.fullmatch(start)):
             return ""
         return self._release()
 

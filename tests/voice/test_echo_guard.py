@@ -30,10 +30,17 @@ def test_a_copied_memory_line_is_an_echo():
     assert _through(["2026", "-11", "-24", " you", " said", ":", " My sister"]) == ("", True)
 
 
+def test_a_copied_briefing_line_is_an_echo():
+    assert _through(["You", " said", " (", "just", " now", "):", ' "My sister']) == ("", True)
+    assert _through(['- Maya said (2 days ago): "The tram is full."']) == ("", True)
+    assert _through(["Fact", " (3 weeks ago)"]) == ("", True)
+
+
 def test_answers_that_only_start_alike_pass_whole():
     for reply in ("Maya moved to Lisbon in March.", "Memories fade, but this one is here.",
                   "2 cups of water and a tea bag.", "2026-11-24 is a Tuesday.", "Result of the match: a draw.",
-                  "10:30 works."):
+                  "10:30 works.", "You said that you would call Tom.", "Maya said she would come (maybe).",
+                  "Facts are facts.", "Sure (I think) it is Paris."):
         assert _through(list(reply)) == (reply, False), reply
 
 
@@ -43,7 +50,8 @@ def test_any_reply_that_is_not_a_copy_passes_unchanged_however_it_streams(reply,
     assert out == ("" if echo else reply)
     if echo:
         start = reply.lstrip().casefold()
-        assert start.startswith(tuple(h.strip().casefold() for h in NOTE_HEADINGS)) or " said:" in start
+        assert (start.startswith(tuple(h.strip().casefold() for h in NOTE_HEADINGS)) or " said:" in start
+                or " said (" in start or "fact (" in start)
 
 
 @given(st.sampled_from(NOTE_HEADINGS), st.text(max_size=40), st.lists(st.integers(0, 120), max_size=8))
