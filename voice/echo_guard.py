@@ -6,7 +6,7 @@ given instead of answering ("Memory search results for the user's last message:
 questions), or a line of the memory briefing ('You said (just now): "Sofia's birthday
 ..."', asked who comes to dinner on Sunday). :class:`EchoGuard` holds back the start of a
 reply while it may still be such a copy (a note's heading, a memory line: a date, who,
-"said:", or a briefing line: who, "said (", when) and tells the caller
+"said:", or a briefing line: who in one word, "said (", when) and tells the caller
 when it is one; the caller stops that completion and asks for a plain answer. Anything
 else passes as soon as it can no longer be a copy: a reply opening "Maya moved" is held
 for one token.
@@ -21,12 +21,11 @@ from collections.abc import Iterable
 _LINE = re.compile(r"\d{4}-\d{2}-\d{2} [^:\n]{1,60}? said:", re.IGNORECASE)
 _LINE_START = re.compile(r"\d{1,4}(?:-\d{0,2}(?:-\d{0,2}(?: [^:\n]{0,60})?)?)?", re.IGNORECASE)
 # A line of the memory briefing ('- You said (just now): "..."', '- Maya said (2 days ago):',
-# '- Fact (3 weeks ago):'), once its "(" is there; and what may still grow into one: up to
-# two words, then "said (" being written. "Maya lives" is held for one token more.
-_WORDS = r"[^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*)?"
-_BRIEF = re.compile(rf"-?\s*(?:fact|{_WORDS} said) \(")
-_BRIEF_START = re.compile(
-    r"-?\s*(?:f(?:a(?:c(?:t(?: )?)?)?)?|[^\W\d_][\w'’.-]*(?: [\w'’.-]*)?(?: (?:s(?:a(?:i(?:d(?: )?)?)?)?)?)?)?")
+# '- Fact (3 weeks ago):'), once its "(" is there; and what may still grow into one: one
+# word (a name, "You", "SPEAKER_01"), then "said (" being written. A reply's first word
+# is held until the next one starts ("Maya l" can no longer be a copy).
+_BRIEF = re.compile(r"-?\s*(?:fact|[^\W\d_][\w'’.-]* said) \(")
+_BRIEF_START = re.compile(r"-?\s*(?:f(?:a(?:c(?:t(?: )?)?)?)?|[^\W\d_][\w'’.-]*(?: (?:s(?:a(?:i(?:d(?: )?)?)?)?)?)?)?")
 
 
 class EchoGuard:
