@@ -29,6 +29,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 
 import av
@@ -305,6 +306,18 @@ class Peer:
             task.cancel()
 
 
+# How much of a reply's start is looked at for silences: the first clause's audio, the
+# wait for the next chunk, and a little of it.
+SILENCE_WINDOW_S = 4.0
+
+
+def longest_silence(loud: list[float], first: float, last: float) -> float:
+    """The longest wait between audible frames in the first ``SILENCE_WINDOW_S`` of a reply
+    (from ``first`` to ``last``): a pause in the voice, or the next chunk not ready yet."""
+    frames = [t for t in loud if first <= t <= min(last, first + SILENCE_WINDOW_S)]
+    return round(max((b - a for a, b in pairwise(frames)), default=0.0), 3)
+
+
 async def voice_turns(peer: Peer, observer: StageObserver, turns: list[tuple[str, np.ndarray]]) -> list[dict]:
     results = []
     for i, (question, pcm48) in enumerate(turns, 1):
@@ -314,9 +327,11 @@ async def voice_turns(peer: Peer, observer: StageObserver, turns: list[tuple[str
         while time.monotonic() < deadline and first is None:
             await asyncio.sleep(0.05)
             first = peer.first_loud_after(end)
-        await peer.quiet(end, 2.0, 120)
+        last = await peer.quiet(end, 2.0, 120)
         stage = observer.turns[-1] if observer.turns and observer.turns[-1].get("vad_stop", 0) > end - 1 else {}
         row = {"turn": i, "question": question, "total_s": round(first - end, 3) if first else None}
+        if first and last:
+            row["longest_silence_s"] = longest_silence(peer.loud, first, last)
         if first and stage:
             row.update({
                 "stt_s": round(stage["stt"] - stage["vad_stop"], 3),
@@ -480,6 +495,8 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
         "standalone_ms": {key: pct([r[key] for r in alone]) for key in
                           ("stt_s", "llm_first_chunk_s", "tts_first_chunk_s", "sum_s")},
         "early_stt_used": {"turns": len(done), "early": sum(1 for r in done if r.get("early_stt"))},
+        # Kokoro's own pauses and any wait for the next chunk, in each reply's first seconds.
+        "reply_longest_silence_ms": pct([r["longest_silence_s"] for r in results if "longest_silence_s" in r]),
         "overhead_ratio": {"p50": round(statistics.median(ratios), 3) if ratios else None,
                            "mean": round(statistics.fmean(ratios), 3) if ratios else None},
         "barge_in_ms": {"stopped_after": pct(stops),
