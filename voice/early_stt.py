@@ -70,32 +70,38 @@ class EarlyDecoding:
     def enabled(self) -> bool:
         return self._vad is not None and self._after_frames > 0
 
+    def _transcribe(self, audio: np.ndarray, options: dict[str, Any]) -> tuple[Any, Any]:
+        """The model's (lazy) segments and info, with this session's decoding options."""
+        return self._model.transcribe(audio, **{**options, **self._options})
+
     def _decode(self, audio: np.ndarray, options: dict[str, Any]) -> tuple[list, Any]:
-        segments, info = self._model.transcribe(audio, **{**options, **self._options})
+        segments, info = self._transcribe(audio, options)
         return list(segments), info
 
     def due(self) -> bool:
         """Whether the user has paused long enough for an early run and none is under way for it."""
         if not self.enabled:
             return False
-        pause = self._vad.pause()
-        if pause.frames < self._after_frames:
+        number, frames = self._vad.pause_position()
+        if frames < self._after_frames:
             return False
         with self._lock:
             run = self._run
         # This pause already has one, or an earlier one is still decoding (one at a time).
-        return run is None or (run.pause_number != pause.number and run.result.done())
+        return run is None or (run.pause_number != number and run.result.done())
 
     def start(self, segment: bytes, silence: bytes, options: dict[str, Any]) -> None:
         """Decode the speech so far (``segment``, padded with ``silence`` as pipecat pads it)."""
-        pause = self._vad.pause()
+        number, frames = self._vad.pause_position()
+        audio = pcm_to_float(segment)
+        padded = np.concatenate([audio, pcm_to_float(silence)])
         with self._lock:
             if self._run is not None:
                 self.stats.dropped += 1  # its pause ended in more speech
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="early-stt")
-            result = self._executor.submit(self._decode, pcm_to_float(segment + silence), options)
-            self._run = EarlyRun(pause.number, pause.frames, pcm_to_float(segment), dict(options), result)
+            result = self._executor.submit(self._decode, padded, options)
+            self._run = EarlyRun(number, frames, audio, dict(options), result)
             self.stats.started += 1
 
     def speech_stopped(self) -> None:
@@ -131,7 +137,7 @@ class EarlyDecoding:
             else:
                 self.stats.used += 1
                 return iter(segments), info
-        return self._model.transcribe(audio, **{**options, **self._options})
+        return self._transcribe(audio, options)
 
     def close(self) -> None:
         with self._lock:

@@ -82,6 +82,12 @@ class SessionVAD(SileroVADAnalyzer):
                 self._pause.add(score)
         return confidence
 
+    def pause_position(self) -> tuple[int, int]:
+        """(which pause, how many frames into it), without copying its scores: read on
+        every audio frame while the user speaks."""
+        with self._lock:
+            return self._pause.number, self._pause.frames
+
     def pause(self) -> Pause:
         """A copy of the current pause (the analyzer runs in its own thread)."""
         with self._lock:
