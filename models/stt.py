@@ -75,8 +75,15 @@ def resolve_stt(size: WhisperSize, settings: ModelSettings | None = None) -> Pat
 
 
 @cache
-def load_whisper(path: str, compute_type: str = "int8", cpu_threads: int = 0):
-    """One shared ``faster_whisper.WhisperModel`` per (path, compute type) per process."""
+def load_whisper(path: str, compute_type: str = "int8", cpu_threads: int = 0, window_s: float = 30.0):
+    """One shared ``faster_whisper.WhisperModel`` per (path, compute type, threads, window)
+    per process. A ``window_s`` under Whisper's 30 s encodes short speech over that many
+    seconds instead of 30 (see :mod:`models.whisper_window`)."""
     from faster_whisper import WhisperModel
 
-    return WhisperModel(path, device="cpu", compute_type=compute_type, cpu_threads=cpu_threads)
+    if window_s >= 30.0:
+        return WhisperModel(path, device="cpu", compute_type=compute_type, cpu_threads=cpu_threads)
+    from models.whisper_window import WindowedWhisper
+
+    return WindowedWhisper(path, device="cpu", compute_type=compute_type, cpu_threads=cpu_threads,
+                           min_window_s=window_s)

@@ -94,7 +94,7 @@ class VoiceModels:
     @classmethod
     def load(cls, model_settings: ModelSettings, settings: VoiceSettings) -> VoiceModels:
         stt_path = resolve_stt(WhisperSize.TINY_EN, model_settings)
-        whisper = load_whisper(str(stt_path), settings.stt_compute_type, settings.stt_threads)
+        whisper = load_whisper(str(stt_path), settings.stt_compute_type, settings.stt_threads, settings.stt_window_s)
         kokoro = load_kokoro(str(resolve_tts_model(model_settings)), str(resolve_tts_voices(model_settings)))
         models = cls(stt_path, whisper, kokoro, resolve_vad(model_settings), resolve_turn(model_settings))
         if settings.voice in models.voices:

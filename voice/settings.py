@@ -65,6 +65,10 @@ class VoiceSettings(BaseSettings):
     stt_threads: int = Field(default=2, ge=0, le=64)
     # Beam width of the voice STT (tiny.en): 1 is greedy and about twice as fast as 5.
     stt_beam_size: int = Field(default=1, ge=1, le=10)
+    # Seconds of audio Whisper's encoder reads for a short utterance: the speech, padded to
+    # this (30: Whisper's fixed window). 10 transcribes a question in about a third of the
+    # time with the same words; under 10 the decoder starts repeating itself.
+    stt_window_s: float = Field(default=10.0, ge=10.0, le=30.0)
     # Confident speech needed before the VAD says the user started speaking, which also
     # stops a reply in progress (barge-in). pipecat's default is 0.2 s (see voice.vad).
     vad_start_secs: float = Field(default=0.1, ge=0.032, le=1.0)
