@@ -210,9 +210,14 @@ class StageObserver(BaseObserver):
         elif "context" in self._turn and "chunk" not in self._turn:
             if isinstance(data.source, LLMTextProcessor) and isinstance(frame, AggregatedTextFrame):
                 self._turn["chunk"] = now
+                self._turn["chunks"] = [frame.text]  # type: ignore[assignment]
             elif isinstance(data.source, AgentLLMProcessor) and isinstance(frame, LLMFullResponseEndFrame):
-                self._turn["chunk"] = now
-        elif isinstance(frame, TTSAudioRawFrame) and "chunk" in self._turn and "tts" not in self._turn:
+                self._turn["chunk"] = now  # a reply of one sentence: given to the voice as the LLM ends
+                self._turn["chunks"] = []  # type: ignore[assignment]
+        elif (isinstance(data.source, LLMTextProcessor) and isinstance(frame, AggregatedTextFrame)
+              and isinstance(chunks := self._turn.get("chunks"), list) and len(chunks) < 3):
+            chunks.append(frame.text)  # the text of the reply's first chunks, as the voice got them
+        if isinstance(frame, TTSAudioRawFrame) and "chunk" in self._turn and "tts" not in self._turn:
             self._turn["tts"] = now
             self.turns.append(self._turn)
         if (isinstance(frame, LLMFullResponseEndFrame) and isinstance(data.source, AgentLLMProcessor)
@@ -229,9 +234,25 @@ class StageObserver(BaseObserver):
         return state
 
 
+# A 10 ms frame whose peak is under this (-40 dBFS) is silence, not speech.
+SILENCE_PEAK = 0.01
+
+
+def voiced(samples: np.ndarray, rate: int) -> np.ndarray:
+    """``samples`` without the silence Kokoro puts before and after the words (30-70 ms
+    before, 80-210 ms after), so that "end of speech" is the end of the last word and
+    "speech start" the start of the first, not of the padding."""
+    step = rate // 100
+    peaks = np.abs(samples[: len(samples) // step * step]).reshape(-1, step).max(axis=1)
+    loud = np.flatnonzero(peaks >= SILENCE_PEAK)
+    if not loud.size:
+        return samples
+    return samples[loud[0] * step: (loud[-1] + 1) * step]
+
+
 def kokoro_pcm(kokoro, text: str) -> tuple[np.ndarray, np.ndarray]:
     samples, sr = kokoro.create(text, voice="am_michael", lang="en-us", speed=1.0)
-    samples = np.asarray(samples, np.float32)
+    samples = voiced(np.asarray(samples, np.float32), sr)
     up = np.interp(np.linspace(0, len(samples) - 1, int(len(samples) * RATE / sr)), np.arange(len(samples)), samples)
     down = np.interp(np.linspace(0, len(samples) - 1, int(len(samples) * 16000 / sr)), np.arange(len(samples)), samples)
     return (np.clip(up, -1, 1) * 32767).astype(np.int16), down.astype(np.float32)
@@ -339,7 +360,14 @@ async def voice_turns(peer: Peer, observer: StageObserver, turns: list[tuple[str
                 "tts_first_chunk_s": round(stage["tts"] - stage["chunk"], 3),
             })
             row["rest_s"] = round(row["total_s"] - row["stt_s"] - row["llm_first_chunk_s"] - row["tts_first_chunk_s"], 3)
+            # What "rest" holds: the VAD's stop after the last word, the transcript's way to
+            # the LLM (the smart-turn decision, the aggregator), and the first audio's way
+            # from the voice to the client's ear (output queue, WebRTC).
+            row["rest_split"] = {"vad_stop_s": round(stage["vad_stop"] - end, 3),
+                                 "transcript_to_llm_s": round(stage["context"] - stage["stt"], 3),
+                                 "audio_to_client_s": round(first - stage["tts"], 3)}
             row["early_stt"] = bool(stage.get("early_stt"))
+            row["chunks"] = list(stage.get("chunks", []))
         if isinstance(agent := stage.get("agent"), dict):
             # Inside "LLM to first chunk": routing, the first reply token, and how much prompt
             # the LLM server read (the rest came from its prompt cache).
@@ -494,6 +522,8 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
         "pipeline_ms": {key: pct([r[key] for r in done]) for key in keys},
         "standalone_ms": {key: pct([r[key] for r in alone]) for key in
                           ("stt_s", "llm_first_chunk_s", "tts_first_chunk_s", "sum_s")},
+        "rest_split_ms": {key: pct([r["rest_split"][key] for r in done]) for key in
+                          ("vad_stop_s", "transcript_to_llm_s", "audio_to_client_s")},
         "early_stt_used": {"turns": len(done), "early": sum(1 for r in done if r.get("early_stt"))},
         # Kokoro's own pauses and any wait for the next chunk, in each reply's first seconds.
         "reply_longest_silence_ms": pct([r["longest_silence_s"] for r in results if "longest_silence_s" in r]),
@@ -511,8 +541,10 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
         "per_turn": results, "standalone_per_turn": alone, "barge_in_per_try": barge, "chat_per_message": chat,
         "note": "STT in the pipeline is timed from the VAD stop (about 0.2 s after speech ends) to the transcript; "
                 "Whisper may start before the stop ('early_stt': begun in the closing pause). 'rest' holds the VAD "
-                "stop, the smart-turn wait, queues and transport. Barge-in is timed from the first sample of 'Stop.' "
-                "to the last loud frame the client heard. Memory questions search a real memory.",
+                "stop, the smart-turn wait, queues and transport. End of speech is the end of the question's last "
+                "word, and barge-in is timed from the first loud sample of 'Stop.' to the last loud frame the "
+                "client heard (the silence Kokoro puts around the words is cut from every spoken clip). Memory "
+                "questions search a real memory.",
     }
 
 
