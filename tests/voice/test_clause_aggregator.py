@@ -82,5 +82,7 @@ _VOCAB = ["Sure,", "Maya", "lives", "in", "Lisbon.", "and", "the", "a", "384,400
 def test_every_word_is_spoken_once_in_order(words):
     reply = " ".join(words)
     got = asyncio.run(chunks(reply))
-    assert " ".join(got).split() == reply.split()
+    # Every character once, in order (pipecat's sentence splitter may leave an opening
+    # quote at the end of the sentence before it: 'March. "' then 'Fluffy."').
+    assert "".join(got).replace(" ", "") == reply.replace(" ", "")
     assert all(chunk.strip() for chunk in got)
