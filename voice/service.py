@@ -40,6 +40,7 @@ from voice.pipeline import VoiceModels, build_pipeline, page_message
 from voice.primer import PromptPrimer
 from voice.recorder import ConversationRecorder, Device
 from voice.settings import VoiceSettings
+from voice.webrtc_receive import hand_on_audio_at_once
 
 log = logging.getLogger(__name__)
 
@@ -199,6 +200,7 @@ class VoiceService:
             raise VoiceError(409, "this session is already connected; start a new one with POST /start")
 
         async def connected(connection: SmallWebRTCConnection) -> None:
+            hand_on_audio_at_once(connection.pc)  # answered, not yet connected: no media yet
             session.pc_id = connection.pc_id
             session.state = "connecting"
             session.task = asyncio.get_running_loop().create_task(self._run(session, connection))
