@@ -448,7 +448,7 @@ async def standalone(service: VoiceService, turns: list[tuple[str, np.ndarray]])
         text = " ".join(s.text for s in segments).strip()
         stt = time.perf_counter() - t0
         t0 = time.perf_counter()
-        aggregator, chunk = FirstClauseAggregator(), ""
+        aggregator, chunk = FirstClauseAggregator(max_words=settings.first_chunk_max_words), ""
         async with contextlib.aclosing(agent.respond([{"role": "system", "content": system},
                                                       {"role": "user", "content": text}])) as events:
             async for event in events:

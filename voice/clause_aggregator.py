@@ -1,21 +1,23 @@
-"""Cut the first chunk of a spoken reply at its first clause, then whole sentences.
+"""Cut the first chunk of a spoken reply at its first clause, then chunks that grow.
 
 Kokoro makes one chunk of audio per call and takes longer for a longer text, so the
-wait before Annie's first word grows with her first sentence. :class:`FirstClauseAggregator`
+wait before Annie's first word grows with her first chunk. :class:`FirstClauseAggregator`
 lets the first text go to the voice as soon as it holds a clause: at a comma, colon,
 semicolon or dash after at least ``min_words`` words, or after ``max_words`` words
 without one (a number counts as the words it takes to say it, so "approximately 384,400
-kilometers" does not make a first chunk three seconds long). The rest of the reply goes
-sentence by sentence, as pipecat's own aggregator does, which keeps the voice's intonation over whole sentences, except that a
-long sentence is also cut at a clause end after ``later_min_words`` words, and each chunk
-after the first holds at most ``growth`` times the words of the one before (at least
-``later_max_words``). The next chunk is written by the LLM and synthesised while the one
-before it plays, and both wait while Kokoro makes a chunk (the LLM runs at a lower
-priority), so a chunk much longer than the one before is not ready when that one ends:
-a whole 14-word sentence after "To make green tea," left 1.7 s of silence, eight words
-after "Sure!" 1.0 s. Kokoro and the LLM together take about two thirds of a word's
-speaking time per word, so the reply gets ahead of the voice as it goes and its chunks
-grow to whole sentences.
+kilometers" does not make a first chunk three seconds long).
+
+After it, each chunk holds at most ``growth`` times the spoken words of the one before
+(at least ``later_max_words``) unless a sentence ends sooner, and is cut at a clause end
+after ``later_min_words`` words. The next chunk is written by the LLM and synthesised
+while the one before it plays, and both wait while Kokoro makes a chunk (the LLM runs at
+a lower priority), so a chunk much longer than the one before is not ready when that
+one ends: a whole 14-word sentence after "To make green tea," left 1.7 s of silence,
+eight words after "Sure!" 1.0 s. Kokoro and the LLM together take about two thirds of a
+word's speaking time per word, so the reply gets ahead of the voice as it goes and its
+chunks grow to whole sentences, which keeps the voice's intonation over them.
+
+A chunk cut short of a sentence end is cut where a phrase ends (:func:`phrase_end`).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def spoken_words(word: str) -> int:
 
 
 class FirstClauseAggregator(SimpleTextAggregator):
-    def __init__(self, *, min_words: int = 2, max_words: int = 6, later_min_words: int = 3,
+    def __init__(self, *, min_words: int = 2, max_words: int = 4, later_min_words: int = 3,
                  later_max_words: int = 4, growth: float = 1.5, **kwargs) -> None:
         super().__init__(**kwargs)
         self.min_words = min_words
@@ -98,7 +100,9 @@ class FirstClauseAggregator(SimpleTextAggregator):
         for i, word in enumerate(whole):
             spoken += spoken_words(word.group())
             if spoken >= most:
-                # A number says several words ("384,400"): it starts the next chunk instead.
+                # A number says several words ("384,400"): it starts the next chunk instead
+                # (even after one word: "about" then "384,400" left less silence between
+                # chunks than "about 384,400", which is long to write and to say).
                 kept = i if spoken > most and i > 0 else i + 1
                 return text[: whole[phrase_end([w.group() for w in whole[:kept + 1]], kept) - 1].end()]
         return None

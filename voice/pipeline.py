@@ -377,8 +377,8 @@ def build_pipeline(
     )
     llm = AgentLLMProcessor(agent, recorder)
     tts = SharedKokoroTTSService(models=models, voice=voice, stop_frame_timeout_s=settings.tts_stop_frame_timeout_s)
-    # The first clause of a reply goes to the voice at once, then whole sentences.
-    clauses = LLMTextProcessor(text_aggregator=FirstClauseAggregator())
+    # The first clause of a reply goes to the voice at once, then chunks that grow to sentences.
+    clauses = LLMTextProcessor(text_aggregator=FirstClauseAggregator(max_words=settings.first_chunk_max_words))
     processors: list[FrameProcessor] = [stt, UserTranscriptToPage(), user_agg, llm, ToolTextGuard(), clauses, tts]
     if transport is not None:
         processors = [transport.input(), *processors, transport.output()]

@@ -76,6 +76,10 @@ class VoiceSettings(BaseSettings):
     # 0.5 hears a barge-in about 0.08 s sooner, and lets the bot's own voice through
     # where the browser's echo cancellation leaves it only 30 dB down: for headphones.
     vad_volume_smoothing: float = Field(default=0.2, gt=0.0, le=1.0)
+    # The most words in the first chunk of a reply when no comma comes sooner: Kokoro
+    # starts speaking once it has made this chunk. 4 starts about 0.3 s sooner than 6 and
+    # sometimes cuts a phrase in two ("Tom said the camping" / "trip is off").
+    first_chunk_max_words: int = Field(default=4, ge=2, le=20)
     # Start Whisper this far into a pause, before the VAD ends the turn (0.2 s of
     # silence); the result is kept when no speech followed. 0 turns it off.
     early_stt_after_s: float = Field(default=0.064, ge=0.0, le=1.0)

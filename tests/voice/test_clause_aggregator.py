@@ -50,6 +50,7 @@ _COUNTING = ("one two three four " * 14).split()
     ("The moon is approximately 384,400 kilometers away from Earth.",
      ["The moon is approximately", "384,400", "kilometers away from Earth."]),
     ("It is 12 degrees and sunny in Lisbon today.", ["It is 12 degrees", "and sunny in Lisbon today."]),
+    ("The moon is about 384,400 kilometers away.", ["The moon is", "about", "384,400", "kilometers away."]),
     ("384400 kilometers, give or take.", ["384400", "kilometers, give or take."]),
     ("Okay.", ["Okay."]),
     # A sentence end waiting for the next word is not lost to a cut made meanwhile.
