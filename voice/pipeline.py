@@ -67,6 +67,7 @@ from voice.early_stt import EarlyDecoding
 from voice.intent_rules import asks_to_stop
 from voice.recorder import ConversationRecorder
 from voice.settings import VoiceSettings
+from voice.speech_onset import OnsetKokoro, from_onset
 from voice.textfilter import ToolTextFilter
 from voice.tools import TOOL_NAMES
 from voice.vad import SILERO_FRAME_S, SessionVAD
@@ -100,7 +101,8 @@ class VoiceModels:
         if settings.voice in models.voices:
             for phrase in (*FIXED_PHRASES, settings.greeting):
                 if phrase:
-                    models.phrases[(settings.voice, phrase)] = kokoro.create(phrase, voice=settings.voice, lang="en-us")
+                    samples, rate = kokoro.create(phrase, voice=settings.voice, lang="en-us")
+                    models.phrases[(settings.voice, phrase)] = (from_onset(np.asarray(samples), rate), rate)
         return models
 
     @property
@@ -161,7 +163,7 @@ class SharedKokoroTTSService(KokoroTTSService):
                             stop_frame_timeout_s=stop_frame_timeout_s, **kwargs)
         if voice not in models.voices:
             raise ValueError(f"Kokoro TTS voice {voice!r} is not one of the English voices")
-        self._kokoro = models.kokoro
+        self._kokoro = OnsetKokoro(models.kokoro)  # no wait before the words (voice.speech_onset)
         self._phrases = models.phrases
         self._resampler = create_stream_resampler()
 
