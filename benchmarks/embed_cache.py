@@ -14,8 +14,10 @@ import threading
 from array import array
 from pathlib import Path
 
+from memory.query_batch import QueryEmbedder
 from memory.service import MemoryService
 from models.embed import Embedder
+from models.nomic_embed import NomicEmbedder
 
 
 def _key(model: str, text: str) -> str:
@@ -64,17 +66,31 @@ class CachedEmbedder:
             self._db.close()
 
 
-def memory_service(cache_dir: Path | None) -> type[MemoryService]:
-    """The memory service class to build: as is without a cache directory, else one whose
-    embedding model (documents and queries) sits behind a :class:`CachedEmbedder` there."""
-    if cache_dir is None:
+def memory_service(cache_dir: Path | None, large: NomicEmbedder | None = None) -> type[MemoryService]:
+    """The memory service class to build: as is without a cache directory or ``large``; else
+    one whose embedding model (documents and queries) sits behind a :class:`CachedEmbedder`
+    in ``cache_dir``, and is ``large`` (nomic-embed-text, each kind of text with its prefix)
+    when given instead of all-MiniLM-L6-v2."""
+    if cache_dir is None and large is None:
         return MemoryService
-    shared: list[CachedEmbedder] = []
+
+    def cached(embedder):
+        return CachedEmbedder(embedder, cache_dir) if cache_dir is not None else embedder
+
+    shared: list = []
+    queries = cached(large.queries) if large is not None else None
 
     class CachingMemoryService(MemoryService):
         async def _load_embedder(self) -> Embedder:
             if not shared:
-                shared.append(CachedEmbedder(await super()._load_embedder(), cache_dir))
+                shared.append(cached(large.documents if large is not None else await super()._load_embedder()))
             return shared[0]  # type: ignore[return-value]
+
+        async def embed_query(self, text: str) -> list[float]:
+            if queries is None:
+                return await super().embed_query(text)
+            if self._query_embedder is None:
+                self._query_embedder = QueryEmbedder(queries)  # type: ignore[arg-type]
+            return await self._query_embedder.embed(text)
 
     return CachingMemoryService

