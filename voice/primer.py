@@ -91,11 +91,6 @@ class PromptPrimer:
             return
         self._task = asyncio.get_running_loop().create_task(self._refresh(), name="prompt-primer")
 
-    @property
-    def warming(self) -> bool:
-        """Whether a warm-up is under way (the LLM is reading the session prefix)."""
-        return self._task is not None and not self._task.done()
-
     async def wait(self) -> None:
         """Wait for a warm-up under way (tests and benchmarks)."""
         if self._task is not None:

@@ -31,7 +31,7 @@ from memory.worker import PriorityGate
 from models.embed import Embedder, resolve_embed
 from models.llm_client import LLMClient
 from models.settings import ModelSettings
-from voice.agent import Agent, llm_messages
+from voice.agent import Agent
 from voice.chat import ChatSessions, new_session_id
 from voice.intent import IntentRouter
 from voice.logs import set_pipecat_log_level
@@ -63,7 +63,6 @@ class VoiceSession:
     pc_id: str | None = None
     task: asyncio.Task | None = None
     worker: PipelineWorker | None = None
-    agent: Agent | None = None
     state: str = "waiting for offer"
 
     def summary(self) -> dict[str, Any]:
@@ -239,7 +238,6 @@ class VoiceService:
         agent: Agent | None = None
         try:
             _, agent = self.agent(session.backend)
-            session.agent = agent
             system_prompt = agent.system_prompt(await self.primer.session_briefing())
             recorder = ConversationRecorder(self.settings.transcripts_dir, session.id, Device.VOICE,
                                             stt_engine="faster-whisper tiny.en")
@@ -269,12 +267,6 @@ class VoiceService:
                     frames.append(page_message({"type": "transcript", "role": "assistant",
                                                 "text": self.settings.greeting, "final": True}))
                     frames.append(TTSSpeakFrame(self.settings.greeting))
-                    if not self.primer.warming:
-                        # The greeting is a fixed reply: the LLM reads it, and the prompt's last
-                        # line (the time), while it is said, not on the first turn (about 30
-                        # tokens). Not beside a warm-up: the first turn would wait for it.
-                        agent.prefill.start(llm_messages([{"role": "system", "content": system_prompt},
-                                                          {"role": "assistant", "content": self.settings.greeting}]))
                 await worker.queue_frames(frames)
 
             @transport.event_handler("on_client_disconnected")
@@ -297,10 +289,6 @@ class VoiceService:
             except Exception:  # noqa: BLE001 - already closed
                 pass
             log.info("voice session %s ended", session.id)
-
-    def live_session(self, session_id: str) -> VoiceSession | None:
-        """A voice session that has not ended yet."""
-        return self._sessions.get(session_id)
 
     def status(self) -> dict[str, Any]:
         self._expire_pending()
