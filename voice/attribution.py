@@ -35,10 +35,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memory.tools import LINE_DAY
 from voice.focus import Focus, matches, stem, stems_of
 
-# "2026-03-02 Melanie said: ...", "2026-03-02 you said: ..."
-_SAID = re.compile(r"^\S+\s+(?P<who>[^:]{1,60}?) said:\s*(?P<words>.*)$")
+# "2 March Melanie said: ...", "2 March 2025 you said: ..." (memory.tools.hit_lines)
+_SAID = re.compile(rf"^{LINE_DAY}\s+(?P<who>[^:]{{1,60}}?) said:\s*(?P<words>.*)$")
 _WORD = re.compile(r"[^\W\d_][\w'’]*")
 _FIRST = frozenset("i me my mine myself we us our ours ourselves i'm i've i'd i'll we're we've we'd we'll".split())
 # Someone other than the speaker, who may be the person asked about ("they", "their" are
