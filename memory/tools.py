@@ -9,7 +9,7 @@ small model's prompt.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 
 import asyncpg
 
@@ -37,19 +37,19 @@ TOOL_SCHEMAS: list[dict] = [
 ]
 
 
-# The day a line begins with: "25 November", with the year when it is not the year of
-# now ("25 November 2025"). The bundled model reads a digit a token: "2026-11-25" is ten
-# tokens, "25 November" three (seven fewer per line, about 0.25 s on a three-line voice
-# lookup), and it is the form an answer says. Recorded lines (benchmarks) keep the ISO day.
+# The day a line begins with: "25 November 2026". The bundled model reads a digit a
+# token, so "2026-11-25" is ten tokens and this eight, and it is the form an answer says
+# (with the year left out when it was this year's, LoCoMo's temporal questions were
+# answered "I don't remember when" twice as often). Recorded lines (benchmarks) keep the
+# ISO day; a line without its year is still read as one.
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
 LINE_DAY = rf"(?:\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}} (?:{'|'.join(MONTHS)})(?: \d{{4}})?)"
 
 
-def line_day(moment: datetime, now: datetime) -> str:
-    """The day of a memory line: "25 November", or "25 November 2025" in another year than ``now``'s."""
-    day = f"{moment.day} {moment:%B}"
-    return day if moment.year == now.year else f"{day} {moment:%Y}"
+def line_day(moment: datetime) -> str:
+    """The day of a memory line: "25 November 2026"."""
+    return f"{moment.day} {moment:%B %Y}"
 
 
 def _words(hit: MemoryHit) -> str:
@@ -62,15 +62,14 @@ def _words(hit: MemoryHit) -> str:
     return with_dates(words, hit.timestamp) if hit.kind == "segment" else words
 
 
-def hit_lines(hits: Iterable[MemoryHit], now: datetime | None = None) -> str:
+def hit_lines(hits: Iterable[MemoryHit]) -> str:
     """One line per hit: its day (:func:`line_day`), who said it, the words. No ids: a
     segment id costs the model about 15 tokens a line to read (about 0.3 s on two cores)
     and no answer uses it; ``/v1/context`` gives the ids. In what was said, "yesterday",
     "last ..." and "... ago" are followed by the day they meant (:mod:`memory.dated_text`);
     the words are cut at ``LINE_CHARS`` first."""
-    now = now or datetime.now(UTC)
     lines = [
-        f"{line_day(h.timestamp, now)} {said_by(h.speaker) if h.kind == 'segment' else 'fact'}: "
+        f"{line_day(h.timestamp)} {said_by(h.speaker) if h.kind == 'segment' else 'fact'}: "
         f"{_words(h)}"
         for h in hits
     ]
