@@ -35,6 +35,7 @@ from memory.query_batch import QueryEmbedder
 from memory.retrieval.context import replies_to_questions
 from memory.retrieval.filters import SearchFilters
 from memory.retrieval.recipes import RECIPES, RecipeName, SearchRecipe
+from memory.retrieval.relevance import worth_reading
 from memory.retrieval.search import SearchDeps, search
 from memory.retrieval.types import MemoryHit
 from memory.settings import MemorySettings
@@ -189,10 +190,11 @@ class MemoryService:
 
     async def lookup(self, query: str, hours_back: float | None = None, limit: int = 3, *,
                      now: datetime | None = None) -> list[MemoryHit]:
-        """What the ``search_memory`` tool shows: the top ``limit`` hits, a question among
-        them followed by the turn that answered it."""
+        """What the ``search_memory`` tool shows: the top ``limit`` hits less those only the
+        embedding found far below the best (:mod:`memory.retrieval.relevance`), a question
+        among them followed by the turn that answered it."""
         hits = await self.search(SearchRequest(query=query, hours_back=hours_back, limit=limit, now=now))
-        return await replies_to_questions(self.pool, hits, self.settings.user_id, limit)
+        return await replies_to_questions(self.pool, worth_reading(hits), self.settings.user_id, limit)
 
     async def search_memory(self, query: str, hours_back: float | None = None, limit: int = 3, *,
                             now: datetime | None = None, disclosure: Disclosure = Disclosure.LOCAL) -> str:
