@@ -38,10 +38,6 @@ def _span(start: datetime, end: datetime, phrase: str) -> str:
         return f"{start:%B %Y}"
     if start.month == 1 and start.day == 1 and days >= 365:
         return f"{start:%Y}"
-    if start.day == 1 and end.day == 1 and end.time() == start.time() and days < 365:
-        # Whole months ("last spring"): "March to May 2026", not two full dates (19 tokens).
-        first = f"{start:%B}" if start.year == last.year else f"{start:%B %Y}"
-        return f"{first} to {last:%B %Y}"
     return f"{_day(start)} to {_day(last)}"
 
 

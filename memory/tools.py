@@ -37,21 +37,6 @@ TOOL_SCHEMAS: list[dict] = [
 ]
 
 
-# The day a line begins with: "25 November 2026". The bundled model reads a digit a
-# token, so "2026-11-25" is ten tokens and this eight, and it is the form an answer says
-# (with the year left out when it was this year's, LoCoMo's temporal questions were
-# answered "I don't remember when" twice as often). Recorded lines (benchmarks) keep the
-# ISO day; a line without its year is still read as one.
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December")
-LINE_DAY = rf"(?:\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}} (?:{'|'.join(MONTHS)})(?: \d{{4}})?)"
-
-
-def line_day(moment: datetime) -> str:
-    """The day of a memory line: "25 November 2026"."""
-    return f"{moment.day} {moment:%B %Y}"
-
-
 def _words(hit: MemoryHit) -> str:
     """The words of a hit, cut at ``LINE_CHARS`` (at a word's end) before the days meant by
     its relative times are added: a date must not push the end of what was said out."""
@@ -63,13 +48,13 @@ def _words(hit: MemoryHit) -> str:
 
 
 def hit_lines(hits: Iterable[MemoryHit]) -> str:
-    """One line per hit: its day (:func:`line_day`), who said it, the words. No ids: a
-    segment id costs the model about 15 tokens a line to read (about 0.3 s on two cores)
-    and no answer uses it; ``/v1/context`` gives the ids. In what was said, "yesterday",
-    "last ..." and "... ago" are followed by the day they meant (:mod:`memory.dated_text`);
-    the words are cut at ``LINE_CHARS`` first."""
+    """One line per hit: its day, who said it, the words. No ids: a segment id costs the
+    model about 15 tokens a line to read (about 0.3 s on two cores) and no answer uses it;
+    ``/v1/context`` gives the ids. In what was said, "yesterday", "last ..." and "... ago"
+    are followed by the day they meant (:mod:`memory.dated_text`); the words are cut at
+    ``LINE_CHARS`` first."""
     lines = [
-        f"{line_day(h.timestamp)} {said_by(h.speaker) if h.kind == 'segment' else 'fact'}: "
+        f"{h.timestamp:%Y-%m-%d} {said_by(h.speaker) if h.kind == 'segment' else 'fact'}: "
         f"{_words(h)}"
         for h in hits
     ]

@@ -17,18 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from memory.tools import LINE_DAY, MONTHS
-
-# A memory line as the tools write it ("24 November you said:", "24 November 2025 Maya
-# said:", and the ISO day of recorded lines), complete or still growing: a day of the
-# month, then the start of a month's name, or the month, a year and a few words (who,
-# "said"). A reply that opens with a day ("3 March was ...") is held for those words.
-_LINE = re.compile(rf"{LINE_DAY} [^:\n]{{1,60}}? said:", re.IGNORECASE)
-_MONTH_STARTS = "|".join(sorted({m[:i] for m in MONTHS for i in range(1, len(m) + 1)}, key=len, reverse=True))
-_LINE_START = re.compile(
-    r"\d{1,4}(?:-\d{0,2}(?:-\d{0,2}(?: [^:\n]{0,60})?)?)?"
-    rf"|\d{{1,2}}(?: (?:(?:{'|'.join(MONTHS)})(?: \d{{1,4}})?(?: [^\s:.,!?]*){{0,4}}|{_MONTH_STARTS})?)?",
-    re.IGNORECASE)
+# A memory line as the tools write it ("2026-11-24 you said:"), complete or still growing.
+_LINE = re.compile(r"\d{4}-\d{2}-\d{2} [^:\n]{1,60}? said:", re.IGNORECASE)
+_LINE_START = re.compile(r"\d{1,4}(?:-\d{0,2}(?:-\d{0,2}(?: [^:\n]{0,60})?)?)?", re.IGNORECASE)
 # A line of the memory briefing ('- You said (just now): "..."', '- Maya said (2 days ago):',
 # '- Fact (3 weeks ago):'), once its "(" is there; and what may still grow into one: one
 # word (a name, "You", "SPEAKER_01"), then "said (" being written. A reply's first word

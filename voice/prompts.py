@@ -41,9 +41,8 @@ EMPTY_MEMORY = "Your memory holds nothing about the user yet."
 # What a tool chosen before the reply returned goes after the user's message as a note:
 # 10-45 prompt tokens fewer than the tool call and its response as the chat template
 # renders them (up to half a second on two cores, on every memory question), and the
-# bundled model answered from it better (benchmarks.lookup_layout). Its heading is four
-# tokens: the note follows the user's message, so it needs no "for the user's last message".
-MEMORY_NOTE = "Memory search results:\n{text}"
+# bundled model answered from it better (benchmarks.lookup_layout).
+MEMORY_NOTE = "Memory search results for the user's last message:\n{text}"
 TOOL_NOTE = "Result of {tool} for the user's last message:\n{text}"
 PLAIN_ANSWER = "Now answer the user's last message in plain words. Do not call or mention tools."
 

@@ -21,16 +21,13 @@ def _chunked(text: str, cuts: list[int]) -> list[str]:
 
 
 def test_the_note_read_out_is_an_echo_and_nothing_of_it_is_spoken():
-    note = "Memory search results:\n24 November 2026 SPEAKER_01 said: Yes, but it moved."
-    assert _through(["Memory", " search", " results", ":\n", "2", "4"]) == ("", True)
+    note = "Memory search results for the user's last message:\n2026-11-24 SPEAKER_01 said: Yes, but it moved."
+    assert _through(["Memory", " search", " results", " for the user's last message:\n", "2026"]) == ("", True)
     assert _through([note]) == ("", True)
 
 
 def test_a_copied_memory_line_is_an_echo():
-    assert _through(["2", "4", " November", " ", "2", "0", "2", "6", " you", " said", ":", " My"]) == ("", True)
-    assert _through(["2", "4", " November", " you", " said", ":", " My sister"]) == ("", True)
-    assert _through(["2", "4", " Nov", "ember", " ", "2", "0", "2", "5", " Maya", " said", ":"]) == ("", True)
-    assert _through(["2026", "-11", "-24", " you", " said", ":", " My sister"]) == ("", True)  # recorded lines
+    assert _through(["2026", "-11", "-24", " you", " said", ":", " My sister"]) == ("", True)
 
 
 def test_a_copied_briefing_line_is_an_echo():
@@ -43,8 +40,7 @@ def test_answers_that_only_start_alike_pass_whole():
     for reply in ("Maya moved to Lisbon in March.", "Memories fade, but this one is here.",
                   "2 cups of water and a tea bag.", "2026-11-24 is a Tuesday.", "Result of the match: a draw.",
                   "10:30 works.", "You said that you would call Tom.", "Maya said she would come (maybe).",
-                  "Facts are facts.", "Sure (I think) it is Paris.", "3 March was a Tuesday.",
-                  "24 November, you said, is the day."):
+                  "Facts are facts.", "Sure (I think) it is Paris."):
         assert _through(list(reply)) == (reply, False), reply
 
 
