@@ -200,7 +200,7 @@ def grounded(question: str, result: ToolResult, convo: list[dict[str, Any]]) -> 
     if (gap := gap_in(asked, result.text)) is not None:
         log.info("memory returned nothing that supports %r; answering that it is not in memory", gap.reply())
         return gap.reply()
-    if not missing and (other := lent(asked, found, result.text)) is not None:
+    if not missing and (other := lent(asked, found, result.text, question)) is not None:
         log.info("what was asked about %s is what %s said of themselves; saying so", other.asked, other.owner)
         return other.reply()
     if missing:

@@ -19,7 +19,10 @@ person asked about let through six more of LoCoMo's adversarial dev questions an
 no answerable one). So is a line in which the
 person asked about speaks only to the other ("How was your charity race?"), when the
 question asks about the person's own thing ("her charity race", "Jon's tattoo"): not when
-it asks what they said about someone else's ("What did Tom say about my car?"). Fact
+it asks what they said about someone else's ("What did Tom say about my car?"). Whatever
+the question asks about, so is such a line that asks the other about it ("What made you
+pick that agency?" for "Why did Melanie choose the adoption agency?"), unless the question
+asks what the person said, asked or thought. Fact
 lines have no speaker and decide nothing; a question naming two or more people is left to
 the model.
 
@@ -35,17 +38,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memory.tools import LINE_DAY
 from voice.focus import Focus, matches, stem, stems_of
 
-# "2 March Melanie said: ...", "2 March 2025 you said: ..." (memory.tools.hit_lines)
-_SAID = re.compile(rf"^{LINE_DAY}\s+(?P<who>[^:]{{1,60}}?) said:\s*(?P<words>.*)$")
+# "2026-03-02 Melanie said: ...", "2026-03-02 you said: ..."
+_SAID = re.compile(r"^\S+\s+(?P<who>[^:]{1,60}?) said:\s*(?P<words>.*)$")
 _WORD = re.compile(r"[^\W\d_][\w'’]*")
+_SENTENCES = re.compile(r"(?<=[.!?])\s+")
 _FIRST = frozenset("i me my mine myself we us our ours ourselves i'm i've i'd i'll we're we've we'd we'll".split())
 # Someone other than the speaker, who may be the person asked about ("they", "their" are
 # left out: mostly the speaker's own family or friends, "my kids ... their school").
 _SECOND = frozenset("you your yours yourself yourselves you're you've you'd you'll".split())
 _THIRD_POSSESSIVES = frozenset("his her their".split())
+# A question about what someone said or asked: their question to the other answers it.
+_SAYING = re.compile(r"\b(?:say|says|said|tell|tells|told|ask|asks|asked|mention|mentions|mentioned|talk|talks|"
+                     r"talked|think|thinks|thought|suggest|suggests|suggested|recommend|recommended)\b", re.IGNORECASE)
 _GREETINGS = "hey|hi|hello|thanks|thank you|wow|oh|yeah|yes|congrats|congratulations|sorry|dear|ok|okay|aw+|great|good"
 
 
@@ -115,32 +121,47 @@ def _to_the_listener(line: _Line, asked: str) -> bool:
     return _is(line.speaker, asked) and bool(said & _SECOND) and not said & _FIRST
 
 
-def _holding(asked: Focus, person: str, lines: list[_Line]) -> list[tuple[str, bool, list[_Line]]]:
+def _asks_about(line: _Line, needed: list[str]) -> bool:
+    """A sentence of the line holds every ``needed`` stem and speaks to the listener, and
+    the line ends by asking them ("What made you pick that agency?", "What do you love
+    about camping with your fam?"). A question at the end of one's own news ("Just got
+    back from a road trip, it was fun! Anything exciting with you?") is not about the trip."""
+    if not line.words.rstrip().rstrip("\"')”’ ").endswith("?"):
+        return False
+    return any(all(matches(s, stems_of(sentence)) for s in needed) and _pronouns(sentence) & _SECOND
+               for sentence in _SENTENCES.split(line.words))
+
+
+def _holding(asked: Focus, person: str, lines: list[_Line]) -> list[tuple[str, bool, list[str], list[_Line]]]:
     """For each noun phrase: how it is said back, whether it is the person's own ("her
-    charity race", "Jon's tattoo"), and the lines that hold it."""
+    charity race", "Jon's tattoo"), the stems a line must hold, and the lines that hold it."""
     out = []
     for phrase in asked.phrases:
         needed = [stem(w) for w in phrase.words[: phrase.required]]
         held = [line for line in lines if all(matches(s, stems_of(line.words)) for s in needed)]
         theirs = phrase.opener in _THIRD_POSSESSIVES or (phrase.owner is not None and _is(person, phrase.owner))
-        out.append((phrase.spoken(), theirs, held))
+        out.append((phrase.spoken(), theirs, needed, held))
     return out
 
 
-def lent(asked: Focus, names: list[str], tool_result: str) -> Lent | None:
+def lent(asked: Focus, names: list[str], tool_result: str, question: str = "") -> Lent | None:
     """``names``: the names the question asks about that memory returned. A :class:`Lent`
     when the question asks about one person and what it asks about is only in lines
-    another speaker said of themselves, else None. The person is the one name, or of
-    several ("What did Nate see near Fort Wayne?") the one that speaks in the lines."""
+    another speaker said of themselves, or the person asked the other about, else None.
+    The person is the one name, or of several ("What did Nate see near Fort Wayne?") the
+    one that speaks in the lines. ``question``: its words tell whether it asks what the
+    person said or asked, which their question to the other answers."""
     lines = [said for line in tool_result.splitlines() if (said := _said(line)) is not None]
     speaking = [n for n in names if any(_is(line.speaker, n) for line in lines)]
     people = names if len(names) == 1 else speaking
     if len(people) != 1:
         return None
     person = people[0]
-    for what, theirs, held in _holding(asked, person, lines):
+    about_saying = _SAYING.search(question) is not None
+    for what, theirs, needed, held in _holding(asked, person, lines):
         others = [line for line in held if _speakers_own(line, person)]
-        asking = [line for line in held if theirs and _to_the_listener(line, person)]
+        asking = [line for line in held if _to_the_listener(line, person)
+                  and (theirs or (not about_saying and _asks_about(line, needed)))]
         if held and len(others) + len(asking) == len(held):
             owner = others[0].speaker if others else None
             return Lent(person, what, "you" if owner and owner.casefold() == "you" else owner)

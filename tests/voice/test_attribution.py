@@ -23,7 +23,7 @@ def reply(question: str, *lines: str) -> str | None:
     found, missing = missing_names(question, text)
     if missing:
         return None
-    other = lent(focus(question, found), found, text)
+    other = lent(focus(question, found), found, text, question)
     return None if other is None else other.reply()
 
 
@@ -126,3 +126,21 @@ async def test_the_agent_says_who_it_was_without_the_model(intent_router, tmp_pa
     text, tools = await turn(agent, "What did Caroline say about her charity race?")
     assert [t.name for t in tools] == ["search_memory"]
     assert text == "I don't remember Caroline talking about her charity race; Melanie did."
+
+
+def test_asking_the_other_about_a_thing_is_not_having_it():
+    bowl = "2023-07-03 Caroline said: Wow, is that your bowl? Did you make it?"
+    assert reply("Did Caroline make the bowl?", bowl) == "I don't remember Caroline talking about the bowl."
+    services = "2023-06-27 Melanie said: Sounds great! What kind of counseling services do you want to pursue?"
+    answer = "2023-06-27 Caroline said: I'm thinking of counseling services for trans people, I love helping."
+    assert reply("Why is Melanie interested in the counseling services?", services, answer) == (
+        "I don't remember Melanie talking about the counseling services; Caroline did.")
+    # asked what she asked or said: her question is the answer
+    assert reply("What did Melanie ask about the counseling services?", services, answer) is None
+    assert reply("What did Caroline say about the bowl?", bowl) is None
+    # a line of hers that tells as well as asks may be about her own
+    told = "2023-07-03 Caroline said: I made that bowl myself. Do you like it?"
+    assert reply("Did Caroline make the bowl?", told) is None
+    # her own news that ends with small talk is hers
+    trip = "2022-12-17 John said: Good to see you. Just got back from a family road trip, it was fun! Anything new?"
+    assert reply("When did John take a road trip?", trip) is None
