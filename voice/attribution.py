@@ -121,6 +121,12 @@ def _to_the_listener(line: _Line, asked: str) -> bool:
     return _is(line.speaker, asked) and bool(said & _SECOND) and not said & _FIRST
 
 
+def _holds(text: str, needed: list[str]) -> bool:
+    """``text`` has a word for every ``needed`` stem."""
+    words = stems_of(text)
+    return all(matches(s, words) for s in needed)
+
+
 def _asks_about(line: _Line, needed: list[str]) -> bool:
     """A sentence of the line holds every ``needed`` stem and speaks to the listener, and
     the line ends by asking them ("What made you pick that agency?", "What do you love
@@ -128,8 +134,7 @@ def _asks_about(line: _Line, needed: list[str]) -> bool:
     back from a road trip, it was fun! Anything exciting with you?") is not about the trip."""
     if not line.words.rstrip().rstrip("\"')”’ ").endswith("?"):
         return False
-    return any(all(matches(s, stems_of(sentence)) for s in needed) and _pronouns(sentence) & _SECOND
-               for sentence in _SENTENCES.split(line.words))
+    return any(_holds(sentence, needed) and _pronouns(sentence) & _SECOND for sentence in _SENTENCES.split(line.words))
 
 
 def _holding(asked: Focus, person: str, lines: list[_Line]) -> list[tuple[str, bool, list[str], list[_Line]]]:
@@ -138,7 +143,7 @@ def _holding(asked: Focus, person: str, lines: list[_Line]) -> list[tuple[str, b
     out = []
     for phrase in asked.phrases:
         needed = [stem(w) for w in phrase.words[: phrase.required]]
-        held = [line for line in lines if all(matches(s, stems_of(line.words)) for s in needed)]
+        held = [line for line in lines if _holds(line.words, needed)]
         theirs = phrase.opener in _THIRD_POSSESSIVES or (phrase.owner is not None and _is(person, phrase.owner))
         out.append((phrase.spoken(), theirs, needed, held))
     return out
