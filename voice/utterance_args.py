@@ -25,6 +25,8 @@ am do does did doing done have has had having i me my mine myself you your yours
 him his she her it its this that these those there here what which who whom whose when where why how can could would
 should will shall may might must please tell remind say said told know remember recall again annie hey hi ok okay so
 just really any some anything something ever let lets let's me? any one thing things like also too very much many
+i'd i'll i'm i've you'd you'll you're you've we'd we'll we're we've he'd he'll he's she'd she'll she's they'd they'll
+they're they've it's that's what's where's who's when's how's there's
 """.split())
 _WORD = re.compile(r"[\w][\w'’.-]*")
 
@@ -47,7 +49,7 @@ _MONTH_DAY = re.compile(r"\b(" + "|".join(_MONTHS) + r") (\d{1,2})(?:st|nd|rd|th
 def memory_query(utterance: str) -> str:
     """The content words and names of a question, in order: what memory should match."""
     words = [w.strip(".'’-") for w in _WORD.findall(utterance)]
-    kept = [w for w in words if w and w.casefold() not in _STOP]
+    kept = [w for w in words if w and w.casefold().replace("’", "'") not in _STOP]
     return " ".join(kept) or utterance.strip()
 
 

@@ -64,6 +64,10 @@ def test_search_query_is_the_content_words_and_names():
     assert memory_query("What did Marta say about the wedding venue?") == "Marta wedding venue"
     assert memory_query("Where does my sister Maya live?") == "sister Maya live"
     assert "yesterday" in memory_query("What did I talk about with Tom yesterday?")
+    # A pronoun with its verb is a function word too: "I'd" matched "I'd return his ladder"
+    # above "I'll bring the sales figures".
+    assert memory_query("What did I say I'd bring to the quarterly review?") == "bring quarterly review"
+    assert memory_query("Where’s the party I’m going to?") == "party going"
 
 
 def test_days_and_names_from_words():
