@@ -21,7 +21,7 @@ import openai
 
 from memory.disclosure import memory_for
 from models.llm_client import LLMClient, LLMOutputError
-from voice.attribution import lent
+from voice.attribution import lent, unsaid
 from voice.echo_guard import EchoGuard
 from voice.focus import focus, gap_in, unsupported
 from voice.forget_turn import ForgetConversation
@@ -189,7 +189,8 @@ def grounded(question: str, result: ToolResult, convo: list[dict[str, Any]]) -> 
     """After a memory lookup: the fixed reply when memory returned nothing about what was
     asked (no name asked about is there: :mod:`voice.grounding`; what the question asks
     about is not supported by the lines: :mod:`voice.focus`; what it asks one person about
-    is only what someone else said of themselves: :mod:`voice.attribution`), else None; when only some
+    is only what someone else said of themselves, or it asks what someone said and no line
+    is theirs: :mod:`voice.attribution`), else None; when only some
     of the names asked about were found, a note for the model is added to ``convo``."""
     found, missing = missing_names(question, result.text)
     if missing and not found:
@@ -203,6 +204,9 @@ def grounded(question: str, result: ToolResult, convo: list[dict[str, Any]]) -> 
     if not missing and (other := lent(asked, found, result.text, question)) is not None:
         log.info("what was asked about %s is what %s said of themselves; saying so", other.asked, other.owner)
         return other.reply()
+    if not missing and (quiet := unsaid(asked, found, result.text, question)) is not None:
+        log.info("asked what %s said, and no line of memory is theirs; saying so", quiet.person)
+        return quiet.reply()
     if missing:
         convo.append({"role": "system", "content": missing_note(missing)})
     return None

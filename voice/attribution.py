@@ -26,6 +26,13 @@ asks what the person said, asked or thought. Fact
 lines have no speaker and decide nothing; a question naming two or more people is left to
 the model.
 
+A question about what a person said ("What did Lena say about the book?", "Which
+restaurant did Dan recommend?") needs a line of theirs: one they said, one that reports
+them ("Lena told me ..."), or an unnamed speaker's reply to a line that calls them by name
+("Dan, are we still on?" / "SPEAKER_01: Yes, but ..."); a line telling the listener what
+they said ("that book you recommended") may be telling them. Memory that only mentions them
+("the book club meets at Lena's place") is not their words, and :func:`unsaid` says so.
+
 What "holds what is asked about" means comes from :mod:`voice.focus`: a line with every
 required word of one of the question's noun phrases. A question without a noun phrase
 ("When did Caroline paint?") is left to the model: its verbs are said in too many ways
@@ -35,6 +42,7 @@ as many answerable questions as adversarial ones).
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -69,6 +77,17 @@ class Lent:
 
 
 @dataclass(frozen=True)
+class Unsaid:
+    """The question asks what ``person`` said, and no line of memory is their words."""
+
+    person: str
+    what: str | None
+
+    def reply(self) -> str:
+        return f"I don't remember {self.person} saying anything about {self.what or 'that'}."
+
+
+@dataclass(frozen=True)
 class _Line:
     speaker: str
     words: str
@@ -79,15 +98,22 @@ def _said(line: str) -> _Line | None:
     return _Line(m.group("who").strip(), m.group("words")) if m else None
 
 
-def _names(name: str, words: str) -> bool:
-    """``name`` (or a longer name it starts, "Mel" / "Melanie") is in ``words`` other than
-    as a call to them: followed by "," or "!" ("Wow Caroline, ...", "That's cool, Jo!"),
+def _mention(name: str) -> re.Pattern[str]:
+    return re.compile(r"(?<!\w)" + re.escape(name) + r"\w*(?:['’]s)?(?!\w)", re.IGNORECASE)
+
+
+def _call(name: str) -> re.Pattern[str]:
+    """A call to ``name``: followed by "," or "!" ("Wow Caroline, ...", "That's cool, Jo!"),
     or opening what is said, or after a greeting ("Thanks Caroline.")."""
     name = re.escape(name) + r"\w*"
-    mention = re.compile(r"(?<!\w)" + name + r"(?:['’]s)?(?!\w)", re.IGNORECASE)
-    call = re.compile(r"(?<!\w)" + name + r"\s*[,!]|(?:^|[,.!?;]\s*|\b(?:" + _GREETINGS + r")\s*,?\s*)"
+    return re.compile(r"(?<!\w)" + name + r"\s*[,!]|(?:^|[,.!?;]\s*|\b(?:" + _GREETINGS + r")\s*,?\s*)"
                       + name + r"\s*(?:[.?;]|$)", re.IGNORECASE)
-    return len(mention.findall(words)) > len(call.findall(words))
+
+
+def _names(name: str, words: str) -> bool:
+    """``name`` (or a longer name it starts, "Mel" / "Melanie") is in ``words`` other than
+    as a call to them."""
+    return len(_mention(name).findall(words)) > len(_call(name).findall(words))
 
 
 def _is(speaker: str, name: str) -> bool:
@@ -149,6 +175,46 @@ def _holding(asked: Focus, person: str, lines: list[_Line]) -> list[tuple[str, b
     return out
 
 
+def _asks_what_said(person: str, question: str) -> bool:
+    """"What did Lena say ...", "Which restaurant did Dan recommend?", "What has Lena told you?"."""
+    return re.search(r"\b(?:did|does|do|has|had)\s+" + re.escape(person) + r"\s+(?:\w+ly\s+|ever\s+|just\s+)?"
+                     + _SAYING.pattern, question, re.IGNORECASE) is not None
+
+
+def _reports(person: str, words: str) -> bool:
+    """``words`` report what ``person`` or the listener said ("Lena told me ...", "according
+    to Dan", "that book you recommended": in a talk of two, "you" may be the person)."""
+    name = re.escape(person) + r"\w*"
+    return re.search(r"(?<!\w)(?:" + name + r"|you)\s+(?:\w+\s+)?" + _SAYING.pattern + r"|according to " + name,
+                     words, re.IGNORECASE) is not None
+
+
+def _answers_call(person: str, lines: list[_Line]) -> bool:
+    """An unnamed speaker answers a line that calls ``person`` ("Dan, are we still on?" /
+    "SPEAKER_01: Yes, but ..."): the answer may be theirs."""
+    return any(not _known(b.speaker) and _call(person).search(a.words) for a, b in itertools.pairwise(lines))
+
+
+def unsaid(asked: Focus, names: list[str], tool_result: str, question: str) -> Unsaid | None:
+    """An :class:`Unsaid` when the question asks what one person named in it said, and no
+    line is theirs: none they said, none reporting them, no unnamed speaker's answer to a
+    line calling them, and no fact line (with no speaker) naming them; else None."""
+    people = [n for n in names if _asks_what_said(n, question)]
+    if len(people) != 1:
+        return None
+    person = people[0]
+    lines = []
+    for raw in tool_result.splitlines():
+        if (line := _said(raw)) is not None:
+            lines.append(line)
+        elif raw.strip() and _mention(person).search(raw):
+            return None  # a fact: whose words it came from is not known
+    if any(_is(line.speaker, person) or _reports(person, line.words) for line in lines) or _answers_call(person, lines):
+        return None
+    phrases = asked.phrases
+    return Unsaid(person, phrases[0].spoken() if phrases else None)
+
+
 def lent(asked: Focus, names: list[str], tool_result: str, question: str = "") -> Lent | None:
     """``names``: the names the question asks about that memory returned. A :class:`Lent`
     when the question asks about one person and what it asks about is only in lines
@@ -163,6 +229,8 @@ def lent(asked: Focus, names: list[str], tool_result: str, question: str = "") -
         return None
     person = people[0]
     about_saying = _SAYING.search(question) is not None
+    if about_saying and _answers_call(person, lines):
+        return None
     for what, theirs, needed, held in _holding(asked, person, lines):
         others = [line for line in held if _speakers_own(line, person)]
         asking = [line for line in held if _to_the_listener(line, person)

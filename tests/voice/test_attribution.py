@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from tests.voice.support import FixedMemory, voice_settings
 from tests.voice.test_grounding import turn, unreachable_llm
 from voice.agent import grounded
-from voice.attribution import lent
+from voice.attribution import lent, unsaid
 from voice.focus import focus
 from voice.grounding import missing_names
 from voice.tools import ToolResult
@@ -144,3 +144,46 @@ def test_asking_the_other_about_a_thing_is_not_having_it():
     # her own news that ends with small talk is hers
     trip = "2022-12-17 John said: Good to see you. Just got back from a family road trip, it was fun! Anything new?"
     assert reply("When did John take a road trip?", trip) is None
+
+
+def said_by(question: str, *lines: str) -> str | None:
+    text = "\n".join(lines)
+    found, _ = missing_names(question, text)
+    quiet = unsaid(focus(question, found), found, text, question)
+    return None if quiet is None else quiet.reply()
+
+
+BOOK_CLUB = "2026-11-22 SPEAKER_01 said: Great. And don't forget the book club meets at Lena's place next Wednesday."
+REVIEW = ("2026-11-24 you said: Dan, are we still on for the quarterly review?",
+          "2026-11-24 SPEAKER_01 said: Yes, but it moved to Thursday at ten.")
+
+
+def test_asked_what_someone_said_when_memory_only_mentions_them():
+    assert said_by("What did Lena say about the book?", BOOK_CLUB) == (
+        "I don't remember Lena saying anything about the book.")
+    assert said_by("Which restaurant did Dan recommend?", "2026-11-24 you said: Dan, the soup was great.") == (
+        "I don't remember Dan saying anything about that.")
+    # their own line, a line reporting them, or a line telling them what they said
+    assert said_by("What did Lena say about the book?", "2026-11-22 Lena said: The book is slow going.") is None
+    assert said_by("What did Lena say about the book?", "2026-11-22 you said: Lena told me the book is slow.") is None
+    assert said_by("What book did Caroline recommend to Melanie?",
+                   "2023-10-13 Melanie said: Thanks, Caroline. Been reading that book you recommended.") is None
+    # an unnamed speaker answering a call to them may be them
+    assert said_by("What did Dan say about the quarterly review?", *REVIEW) is None
+    # a fact line names them without saying whose words it holds
+    assert said_by("What did Lena say about the book?", BOOK_CLUB, "2026-11-22 fact: Lena hosts the book club") is None
+    # not a question about what they said
+    assert said_by("Where does the book club meet?", BOOK_CLUB) is None
+
+
+def test_an_answer_to_a_call_is_not_lent_to_the_user():
+    """The user's question to Dan and the unnamed answer: what Dan said is the answer."""
+    assert reply("What did Dan say about the quarterly review?", *REVIEW) is None
+
+
+@given(st.lists(_words, min_size=1, max_size=4), st.integers(min_value=0, max_value=3))
+def test_a_line_the_person_said_is_never_unsaid(lines, at):
+    """Whatever the other lines hold, one line the person asked about said keeps the check quiet."""
+    text = [f"2023-06-12 Melanie said: {' '.join(words)}." for words in lines]
+    text.insert(min(at, len(text)), "2023-06-12 Caroline said: Hello there.")
+    assert said_by("What did Caroline say about the charity race?", *text) is None
