@@ -77,7 +77,12 @@ def abstains(answer: str) -> bool:
     return not cannot_check(answer) and any(phrase in lowered for phrase in ABSTENTIONS)
 
 
+_POSSESSIVE = re.compile(r"['’]s\b")
+
+
 def has_words(answer: str, expected: list[list[str]]) -> bool:
-    """Every group of ``expected`` has one of its words (or phrases) in the answer."""
-    lowered = " " + normalize(answer) + " "
+    """Every group of ``expected`` has one of its words (or phrases) in the answer; a
+    possessive counts as the name ("at Lena's place" has "lena", which the punctuation
+    removal of :func:`normalize` would make "lenas")."""
+    lowered = " " + normalize(_POSSESSIVE.sub("", answer)) + " "
     return all(any(f" {normalize(word)} " in lowered for word in group) for group in expected)

@@ -10,7 +10,8 @@ LoCoMo benchmarks), so the graph is empty.
 
 Then every question is asked in a new chat session through the real answer path
 (:class:`benchmarks.answer_path.AnswerPath`). About half the questions have their answer
-in memory: right when the answer holds the expected words. The others do not: right when
+in memory: right when the answer holds the expected words and none of the question's
+"wrong" ones (a detail of another memory mixed in). The others do not: right when
 Annie abstains (says she does not know or has nothing about it); an answer that neither
 abstains nor says memory cannot be checked right now counts as invented.
 
@@ -102,7 +103,8 @@ def judge(question: dict, answer: Answer) -> dict:
     out = {"question": question["q"], "answerable": answerable, **answer.as_dict(),
            "abstained": abstains(answer.text), "cannot_check": cannot_check(answer.text)}
     if answerable:
-        out["right"] = has_words(answer.text, question["expect"]) and not out["abstained"]
+        out["right"] = (has_words(answer.text, question["expect"]) and not out["abstained"]
+                        and not any(has_words(answer.text, [[word]]) for word in question.get("wrong", [])))
     else:
         out["right"] = out["abstained"]
         out["invented"] = not out["abstained"] and not out["cannot_check"]
