@@ -225,9 +225,21 @@ class MemoryService:
         )
         path = await asyncio.to_thread(append_payload, self.settings.transcripts_dir, payload)
         await self.watcher.ingest_path(path)
+        await self._embed_now(session_id)
         await enqueue_asserted(self.pool, session_id, segment_id)
         self.worker.wake()
         return f"Remembered [{session_id}/{segment_id}]."
+
+    async def _embed_now(self, session_id: str) -> None:
+        """Embed a remembered fact at once (one sentence: milliseconds), not when the queued
+        job gets to it: jobs wait for live voice turns to end, and the next turn is often
+        the question about it, which the search would then find by its words alone."""
+        if self.embedding is None:
+            return
+        try:
+            await self.embedding.embed_session(session_id)
+        except Exception as exc:  # noqa: BLE001 - the queued embed job does it later
+            log.warning("embedding the remembered fact at once failed (%s); the queued job will embed it", exc)
 
     async def recall_entity(self, name: str, *, now: datetime | None = None,
                             disclosure: Disclosure = Disclosure.LOCAL) -> str:

@@ -47,20 +47,37 @@ def test_the_hits_read_keep_their_order_the_first_and_every_keyword_hit(leg_sets
     assert all(h in kept for h in hits if set(h.legs) != {Leg.VECTOR})
 
 
+SAID = ["My sister Priya lives in Lisbon, she moved there last spring.",
+        "Tom said the camping trip is off because of the rain.",
+        "My brother Sam works at the bakery on Church Street.",
+        "I want to plant tomatoes and basil in the garden this year.",
+        "My friend Ana is getting married in June to a guy called Tiago."]
+
+
+async def said_before(memory) -> None:
+    write(memory.settings.transcripts_dir,
+          payload("said", [(f"t{i}", "user", text, i * 5, i * 5 + 4) for i, text in enumerate(SAID)]))
+    await memory.ingest_session("said")
+    await memory.worker.run_until_idle(120)
+
+
 async def test_the_search_tool_reads_only_what_is_about_the_question(memory):
     """Five things the user said; asked about the camping trip, the tool's lines hold the
     trip and none of the unrelated things nearest after it, however many are asked for."""
-    said = ["My sister Priya lives in Lisbon, she moved there last spring.",
-            "Tom said the camping trip is off because of the rain.",
-            "My brother Sam works at the bakery on Church Street.",
-            "I want to plant tomatoes and basil in the garden this year.",
-            "My friend Ana is getting married in June to a guy called Tiago."]
-    write(memory.settings.transcripts_dir,
-          payload("said", [(f"t{i}", "user", text, i * 5, i * 5 + 4) for i, text in enumerate(said)]))
-    await memory.ingest_session("said")
-    await memory.worker.run_until_idle(120)
+    await said_before(memory)
     everything = (await memory.search_memory("camping trip Tom", limit=5, now=NOW)).splitlines()
     assert everything == ["2026-03-01 you said: Tom said the camping trip is off because of the rain."]
     lines = (await memory.search_memory("sister live", now=NOW)).splitlines()
     assert lines[0].endswith("My sister Priya lives in Lisbon, she moved there last spring (1 March 2025 to 31 May 2025).")
     assert not any("camping" in line or "tomatoes" in line for line in lines), lines
+
+
+async def test_a_remembered_fact_is_found_by_meaning_while_a_voice_turn_holds_the_jobs(memory):
+    """Asked about right after "remember ...", in the next voice turn (background jobs wait
+    for live turns), the fact is already embedded: found by every leg, and read alone."""
+    await said_before(memory)
+    async with memory.gate.live_turn():
+        await memory.remember("My dentist appointment is on Friday at ten.", now=NOW)
+        hits = await memory.lookup("dentist appointment", now=NOW)
+    assert [h.text for h in hits] == ["My dentist appointment is on Friday at ten."]
+    assert Leg.VECTOR in hits[0].legs
