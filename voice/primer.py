@@ -1,10 +1,12 @@
 """Keep the LLM server's prompt cache holding the start of the next conversation.
 
-Every session (voice or chat) begins with the same system prompt up to its last line:
-the fixed prefix, the day and the memory briefing (:mod:`voice.prompts`). The primer
-fetches the briefing and has the LLM read that prompt ahead of time, at server start,
-when the page loads and when a voice session is created, so a session's first turn
-finds it cached instead of reading it (seconds of prompt processing on a small CPU).
+Every session (voice or chat) begins with the same system prompt: the fixed prefix, the
+day and the memory briefing (:mod:`voice.prompts`), then the time of day to the minute.
+The primer fetches the briefing and has the LLM read that prompt, the time and the
+opening of the user's turn ahead of time, at server start, when the page loads and when
+a voice session is created (again when the minute has changed since the last warm-up,
+which reads only the new time), so a session's first turn finds it cached instead of
+reading it (seconds of prompt processing on a small CPU).
 
 A session never waits for a warm-up: it takes the newest briefing whose warm-up has
 finished if it is recent enough, and a fresh one otherwise.
@@ -45,7 +47,7 @@ class PromptPrimer:
         self.settings = settings
         self._latest: Briefing | None = None
         self._ready: Briefing | None = None  # its prompt has been read by the LLM
-        self._warmed_prefix: str | None = None
+        self._warmed_prompt: str | None = None
         self._router_warm = False
         self._task: asyncio.Task | None = None
         self.warm_ups = 0  # completed warm-ups that sent a new prompt (for status and tests)
@@ -77,17 +79,17 @@ class PromptPrimer:
         self.warm_soon()
         return text
 
-    def prefix(self, briefing: str | None, now: datetime | None = None) -> str:
-        """The system prompt without its last line (the time), which is what can be cached."""
-        prompt = system_prompt(briefing, self.settings.tool_routing, now or self.clock())
-        return prompt.rsplit("\n\n", 1)[0]
+    def prompt(self, briefing: str | None, now: datetime | None = None) -> str:
+        """The system prompt a session starting now would have."""
+        return system_prompt(briefing, self.settings.tool_routing, now or self.clock())
 
     def warm_soon(self) -> None:
         """Refresh the briefing and warm the cache in the background, unless that is under
-        way or was done moments ago."""
+        way or was done moments ago (in the same minute)."""
         if self._task is not None and not self._task.done():
             return
-        if self._fresh(self._ready, self.settings.briefing_refresh_s) and self._router_warm:
+        if (self._fresh(self._ready, self.settings.briefing_refresh_s) and self._router_warm
+                and self.prompt(self._ready.text) == self._warmed_prompt):
             return
         self._task = asyncio.get_running_loop().create_task(self._refresh(), name="prompt-primer")
 
@@ -108,10 +110,10 @@ class PromptPrimer:
         started = time.perf_counter()
         fetched = Briefing(await self.fetch_briefing(), time.monotonic())
         self._latest = fetched
-        prefix = self.prefix(fetched.text)
+        prompt = self.prompt(fetched.text)
         prompts = []
-        if prefix != self._warmed_prefix:
-            prompts.append([{"role": "system", "content": prefix}, {"role": "user", "content": "Hello."}])
+        if prompt != self._warmed_prompt:
+            prompts.append([{"role": "system", "content": prompt}, {"role": "user", "content": "Hello."}])
         if not self._router_warm and self.settings.tool_routing is ToolRouting.SCHEMA:
             prompts.append(router_messages([{"role": "user", "content": "Hello."}]))
         # One after the other, the conversation's prompt first: two at once would share
@@ -125,6 +127,6 @@ class PromptPrimer:
         if prompts:
             self.warm_ups += 1
             log.info("LLM prompt cache warmed in %.1f s", time.perf_counter() - started)
-        self._warmed_prefix = prefix
+        self._warmed_prompt = prompt
         self._router_warm = True
         self._ready = fetched

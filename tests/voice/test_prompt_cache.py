@@ -45,10 +45,11 @@ async def test_a_new_session_finds_its_system_prompt_cached(managed_llm, tmp_pat
             "model": managed_llm.client.model, "max_tokens": 1,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": "Hello."}],
         })).json()
-    # llama-server reports how many prompt tokens it had to process for this request:
-    # only the time line and the user's message, not the persona, tools and briefing.
+    # llama-server reports how many prompt tokens it had to process for this request: not
+    # the persona, tools, briefing and time line (a minute turning over since the warm-up
+    # re-reads the time and what follows it, about a dozen tokens).
     assert reply["usage"]["prompt_tokens"] > 300
-    assert reply["timings"]["prompt_n"] < 40, reply["timings"]
+    assert reply["timings"]["prompt_n"] < 16, reply["timings"]
 
 
 @pytest.mark.slow
