@@ -131,8 +131,16 @@ class TranscriptWatcher:
                 await asyncio.sleep(0.05)
 
     async def ingest_path(self, path: Path, timeout: float = 120.0) -> None:
-        """Ingest ``path`` now, through the same dedup as file events, and wait for it."""
-        self.notify(path, delay=0)
+        """Ingest ``path`` now, after an ingest of it under way, and wait for it (not for
+        ingests that file events schedule meanwhile). A pending event's ingest is this one:
+        the file's own change event, arriving while this waited, used to push it back by
+        the debounce (a "remember" acknowledged a second late)."""
         async with asyncio.timeout(timeout):
-            while path in self._timers or path in self._running:
+            while path in self._running:
                 await asyncio.sleep(0.02)
+            if self._stopping:
+                return
+            if timer := self._timers.pop(path, None):
+                timer.cancel()
+            task = self._running[path] = asyncio.ensure_future(self._ingest(path))
+            await asyncio.shield(task)

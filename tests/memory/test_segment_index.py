@@ -84,6 +84,20 @@ async def test_watcher_picks_up_new_and_changed_files(memory, pool):
     assert await _texts(pool, "w1") == [("a", "the watcher saw this")]
 
 
+async def test_an_ingest_asked_for_now_does_not_wait_for_the_files_own_change_event(memory, pool):
+    """A "remember" writes its capture file and asks for it to be ingested now; the file's
+    change event arrives meanwhile and schedules a debounced ingest. The one asked for
+    runs at once and returns without waiting for the debounce (here an hour)."""
+    memory.watcher.debounce_s = 3600
+    path = write(memory.settings.transcripts_dir, payload("now", [("a", "user", "my locker is 214", 0, 1)]))
+    memory.watcher.notify(path)  # the file's change event, before the ingest asked for
+    asked = asyncio.ensure_future(memory.watcher.ingest_path(path, timeout=60))
+    await asyncio.sleep(0)
+    memory.watcher.notify(path)  # and one while it waits
+    await asked
+    assert await _texts(pool, "now") == [("a", "my locker is 214")]
+
+
 async def test_sweep_span_removes_fast_path_words_it_did_not_hear(memory, pool):
     t = memory.settings.transcripts_dir
     write(t, payload("s6", [("f1", "", "real words", 0, 2), ("f2", "", "thank you", 4, 5), ("f3", "", "after", 30, 31)]))
