@@ -22,9 +22,14 @@ question asks about the person's own thing ("her charity race", "Jon's tattoo"):
 it asks what they said about someone else's ("What did Tom say about my car?"). Whatever
 the question asks about, so is such a line that asks the other about it ("What made you
 pick that agency?" for "Why did Melanie choose the adoption agency?"), unless the question
-asks what the person said, asked or thought. Fact
-lines have no speaker and decide nothing; a question naming two or more people is left to
-the model.
+asks what the person said, asked or thought. When the question asks about the person's own
+thing, a possessive before the thing in a line says whose it is: "now I can expand my
+clothing store" said by Gina is hers whoever else she speaks to, and "Your store looks
+great, I remember it!" said by Jon is the other's, unless another sentence of his tells
+of his own ("I love action and sci-fi movies! What's your favorite genre?" may answer
+what his favorite genre is: counting it stopped two answerable LoCoMo dev questions for
+six adversarial ones). Fact lines have no speaker and decide nothing; a question naming
+two or more people is left to the model.
 
 A question about what a person said ("What did Lena say about the book?", "Which
 restaurant did Dan recommend?") needs a line of theirs: one they said, one that reports
@@ -60,6 +65,10 @@ _THIRD_POSSESSIVES = frozenset("his her their".split())
 # A question about what someone said or asked: their question to the other answers it.
 _SAYING = re.compile(r"\b(?:say|says|said|tell|tells|told|ask|asks|asked|mention|mentions|mentioned|talk|talks|"
                      r"talked|think|thinks|thought|suggest|suggests|suggested|recommend|recommended)\b", re.IGNORECASE)
+# A possessive before the thing says whose it is: the speaker's or the one spoken to.
+_OWNERS = {"my": "speaker", "our": "speaker", "your": "listener"}
+_NOT_OWNERS = frozenset("the a an this that these those his her their its".split())
+_OWNER_REACH = 3  # words back from the thing: "your new online clothing store"
 _GREETINGS = "hey|hi|hello|thanks|thank you|wow|oh|yeah|yes|congrats|congratulations|sorry|dear|ok|okay|aw+|great|good"
 
 
@@ -163,6 +172,32 @@ def _asks_about(line: _Line, needed: list[str]) -> bool:
     return any(_holds(sentence, needed) and _pronouns(sentence) & _SECOND for sentence in _SENTENCES.split(line.words))
 
 
+def _whose(line: _Line, needed: list[str]) -> str | None:
+    """Whose the thing is by the possessive just before it in the line (a few adjectives
+    may stand between): "speaker" ("my store", "our new house"), "listener" ("your
+    clothing store"), None when no possessive says it, or the line says both."""
+    words = [w.casefold().replace("’", "'") for w in _WORD.findall(line.words)]
+    found = set()
+    for at, word in enumerate(words):
+        if not matches(needed[0], [stem(word)]):
+            continue
+        for before in reversed(words[max(0, at - _OWNER_REACH):at]):
+            if before in _OWNERS:
+                found.add(_OWNERS[before])
+                break
+            if before in _NOT_OWNERS:
+                break
+    return found.pop() if len(found) == 1 else None
+
+
+def _tells_own(line: _Line, needed: list[str]) -> bool:
+    """A sentence of the line that does not hold the thing speaks in the first person: the
+    speaker telling of their own, maybe the answer in other words ("I love action and
+    sci-fi movies! What's your favorite genre?")."""
+    return any(_pronouns(sentence) & _FIRST and not _holds(sentence, needed)
+               for sentence in _SENTENCES.split(line.words))
+
+
 def _holding(asked: Focus, person: str, lines: list[_Line]) -> list[tuple[str, bool, list[str], list[_Line]]]:
     """For each noun phrase: how it is said back, whether it is the person's own ("her
     charity race", "Jon's tattoo"), the stems a line must hold, and the lines that hold it."""
@@ -232,9 +267,20 @@ def lent(asked: Focus, names: list[str], tool_result: str, question: str = "") -
     if about_saying and _answers_call(person, lines):
         return None
     for what, theirs, needed, held in _holding(asked, person, lines):
-        others = [line for line in held if _speakers_own(line, person)]
-        asking = [line for line in held if _to_the_listener(line, person)
-                  and (theirs or (not about_saying and _asks_about(line, needed)))]
+        others, asking = [], []
+        for line in held:
+            by_person = _is(line.speaker, person)
+            whose = _whose(line, needed) if theirs and _known(line.speaker) else None
+            if whose == "speaker" and not by_person:  # "my clothing store" said by Gina
+                others.append(line)
+            elif whose == "listener" and by_person and not _tells_own(line, needed):
+                asking.append(line)  # "Your store looks great, I remember it!" said by Jon
+            elif whose is not None:
+                continue
+            elif _speakers_own(line, person):
+                others.append(line)
+            elif _to_the_listener(line, person) and (theirs or (not about_saying and _asks_about(line, needed))):
+                asking.append(line)
         if held and len(others) + len(asking) == len(held):
             owner = others[0].speaker if others else None
             return Lent(person, what, "you" if owner and owner.casefold() == "you" else owner)

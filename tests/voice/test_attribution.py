@@ -187,3 +187,19 @@ def test_a_line_the_person_said_is_never_unsaid(lines, at):
     text = [f"2023-06-12 Melanie said: {' '.join(words)}." for words in lines]
     text.insert(min(at, len(text)), "2023-06-12 Caroline said: Hello there.")
     assert said_by("What did Caroline say about the charity race?", *text) is None
+
+
+def test_a_possessive_before_the_thing_says_whose_it_is():
+    yours = "2023-04-25 Jon said: Thanks, Gina! Appreciate your support. Your store looks great, I remember it!"
+    assert reply("How is Jon's store doing?", yours) == "I don't remember Jon talking about Jon's store."
+    hers = ("2023-02-01 Gina said: So happy you're pushing forward with dancing! One wholesaler said yes, "
+            "so now I can expand my clothing store.")
+    assert reply("What did Jon find for his clothing store?", hers, "2023-02-01 Jon said: Hi Gina, guess what!") == (
+        "I don't remember Jon talking about his clothing store; Gina did.")
+    # his own, said by him or to him, or maybe told in other words beside asking about hers
+    genre = "2022-01-21 Nate said: I love action and sci-fi movies! What about you, what's your favorite genre?"
+    assert reply("What is Nate's favorite genre of movies?", genre) is None
+    assert reply("How is Jon's store doing?", "2023-04-25 Jon said: My store opened today! How are you?") is None
+    assert reply("How is Jon's store doing?", "2023-04-25 Gina said: I love your new store, Jon!") is None
+    # an unnamed speaker's "my store" may be Jon's
+    assert reply("How is Jon's store doing?", "2023-04-25 SPEAKER_01 said: My store is doing great.") is None
