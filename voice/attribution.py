@@ -176,6 +176,8 @@ def _whose(line: _Line, needed: list[str]) -> str | None:
     """Whose the thing is by the possessive just before it in the line (a few adjectives
     may stand between): "speaker" ("my store", "our new house"), "listener" ("your
     clothing store"), None when no possessive says it, or the line says both."""
+    if not needed:
+        return None
     words = [w.casefold().replace("’", "'") for w in _WORD.findall(line.words)]
     found = set()
     for at, word in enumerate(words):
