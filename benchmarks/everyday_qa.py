@@ -103,8 +103,9 @@ def judge(question: dict, answer: Answer) -> dict:
     out = {"question": question["q"], "answerable": answerable, **answer.as_dict(),
            "abstained": abstains(answer.text), "cannot_check": cannot_check(answer.text)}
     if answerable:
+        wrong = question.get("wrong", [])
         out["right"] = (has_words(answer.text, question["expect"]) and not out["abstained"]
-                        and not any(has_words(answer.text, [[word]]) for word in question.get("wrong", [])))
+                        and not (wrong and has_words(answer.text, [wrong])))
     else:
         out["right"] = out["abstained"]
         out["invented"] = not out["abstained"] and not out["cannot_check"]

@@ -138,9 +138,8 @@ class TranscriptWatcher:
         async with asyncio.timeout(timeout):
             while path in self._running:
                 await asyncio.sleep(0.02)
-            if self._stopping:
-                return
             if timer := self._timers.pop(path, None):
                 timer.cancel()
-            task = self._running[path] = asyncio.ensure_future(self._ingest(path))
-            await asyncio.shield(task)
+            self._fire(path)
+            if (task := self._running.get(path)) is not None:
+                await asyncio.shield(task)

@@ -229,7 +229,8 @@ def _reports(person: str, words: str) -> bool:
 def _answers_call(person: str, lines: list[_Line]) -> bool:
     """An unnamed speaker answers a line that calls ``person`` ("Dan, are we still on?" /
     "SPEAKER_01: Yes, but ..."): the answer may be theirs."""
-    return any(not _known(b.speaker) and _call(person).search(a.words) for a, b in itertools.pairwise(lines))
+    call = _call(person)
+    return any(not _known(b.speaker) and call.search(a.words) for a, b in itertools.pairwise(lines))
 
 
 def unsaid(asked: Focus, names: list[str], tool_result: str, question: str) -> Unsaid | None:
