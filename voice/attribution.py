@@ -31,6 +31,14 @@ what his favorite genre is: counting it stopped two answerable LoCoMo dev questi
 six adversarial ones). Fact lines have no speaker and decide nothing; a question naming
 two or more people is left to the model.
 
+A line that speaks of a "she" or "he", does not name the person asked about, was not said
+by them, speaks to no one, and does not follow a line naming them, is about someone else:
+"Oh nice, is she still working as an architect?" (about the user's sister) does not say
+what Tiago does for work, though "working" and, in the next line, "Tiago" are both in what
+memory returned; the small model answered "Tiago works as an architect". When every line
+holding what is asked about is such a line, Annie says she has nothing about the person's
+thing ("Tiago's work"). On LoCoMo's dev questions it changed no answer of the check.
+
 A question about what a person said ("What did Lena say about the book?", "Which
 restaurant did Dan recommend?") needs a line of theirs: one they said, one that reports
 them ("Lena told me ..."), or an unnamed speaker's reply to a line that calls them by name
@@ -51,7 +59,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from voice.focus import Focus, matches, stem, stems_of
+from voice.focus import Focus, Phrase, matches, stem, stems_of
 
 # "2026-03-02 Melanie said: ...", "2026-03-02 you said: ..."
 _SAID = re.compile(r"^\S+\s+(?P<who>[^:]{1,60}?) said:\s*(?P<words>.*)$")
@@ -62,6 +70,7 @@ _FIRST = frozenset("i me my mine myself we us our ours ourselves i'm i've i'd i'
 # left out: mostly the speaker's own family or friends, "my kids ... their school").
 _SECOND = frozenset("you your yours yourself yourselves you're you've you'd you'll".split())
 _THIRD_POSSESSIVES = frozenset("his her their".split())
+_THIRD_SINGULAR = frozenset("he him his she her hers he's she's he'd she'd he'll she'll".split())
 # A question about what someone said or asked: their question to the other answers it.
 _SAYING = re.compile(r"\b(?:say|says|said|tell|tells|told|ask|asks|asked|mention|mentions|mentioned|talk|talks|"
                      r"talked|think|thinks|thought|suggest|suggests|suggested|recommend|recommended)\b", re.IGNORECASE)
@@ -79,8 +88,12 @@ class Lent:
     asked: str
     what: str
     owner: str | None  # None: only the person asked about, asking someone else about theirs
+    # Every line holding it speaks of a "she" or "he" who is not the person asked about.
+    of_a_third: bool = False
 
     def reply(self) -> str:
+        if self.of_a_third:
+            return f"I don't have anything about {self.what} in my memory."
         said = f"I don't remember {self.asked} talking about {self.what}"
         return f"{said}; {self.owner} did." if self.owner else f"{said}."
 
@@ -156,6 +169,19 @@ def _to_the_listener(line: _Line, asked: str) -> bool:
     return _is(line.speaker, asked) and bool(said & _SECOND) and not said & _FIRST
 
 
+def _of_a_third(line: _Line, person: str, before: _Line | None) -> bool:
+    """The line speaks of a "she" or "he" who is not ``person``: it does not name them,
+    they did not say it, it speaks to no one (in a talk of two, "you" may be them), and
+    the line before it does not name them either ("is she still working as an architect?"
+    for "What does Tiago do for work?", when the line before names no Tiago)."""
+    if _is(line.speaker, person) or _names(person, line.words):
+        return False
+    said = {w.casefold().replace("’", "'") for w in _WORD.findall(line.words)}
+    if not said & _THIRD_SINGULAR or said & _SECOND:
+        return False
+    return before is None or not (_is(before.speaker, person) or _names(person, before.words))
+
+
 def _holds(text: str, needed: list[str]) -> bool:
     """``text`` has a word for every ``needed`` stem."""
     words = stems_of(text)
@@ -200,16 +226,23 @@ def _tells_own(line: _Line, needed: list[str]) -> bool:
                for sentence in _SENTENCES.split(line.words))
 
 
-def _holding(asked: Focus, person: str, lines: list[_Line]) -> list[tuple[str, bool, list[str], list[_Line]]]:
-    """For each noun phrase: how it is said back, whether it is the person's own ("her
-    charity race", "Jon's tattoo"), the stems a line must hold, and the lines that hold it."""
+def _holding(asked: Focus, person: str, lines: list[_Line]) -> list[tuple[Phrase, bool, list[str], list[_Line]]]:
+    """For each noun phrase: the phrase, whether it is the person's own ("her charity
+    race", "Jon's tattoo"), the stems a line must hold, and the lines that hold it."""
     out = []
     for phrase in asked.phrases:
         needed = [stem(w) for w in phrase.words[: phrase.required]]
         held = [line for line in lines if _holds(line.words, needed)]
         theirs = phrase.opener in _THIRD_POSSESSIVES or (phrase.owner is not None and _is(person, phrase.owner))
-        out.append((phrase.spoken(), theirs, needed, held))
+        out.append((phrase, theirs, needed, held))
     return out
+
+
+def _theirs(person: str, phrase: Phrase) -> str:
+    """The thing asked about as the person's: "Tiago's work" for "for work" or "his work"."""
+    if phrase.owner is not None:
+        return phrase.spoken()
+    return f"{person}'s {' '.join(phrase.words[: phrase.required or len(phrase.words)])}"
 
 
 def _asks_what_said(person: str, question: str) -> bool:
@@ -269,8 +302,9 @@ def lent(asked: Focus, names: list[str], tool_result: str, question: str = "") -
     about_saying = _SAYING.search(question) is not None
     if about_saying and _answers_call(person, lines):
         return None
-    for what, theirs, needed, held in _holding(asked, person, lines):
-        others, asking = [], []
+    before = dict(zip(lines, [None, *lines[:-1]], strict=True))
+    for phrase, theirs, needed, held in _holding(asked, person, lines):
+        others, asking, third = [], [], []
         for line in held:
             by_person = _is(line.speaker, person)
             whose = _whose(line, needed) if theirs and _known(line.speaker) else None
@@ -284,7 +318,12 @@ def lent(asked: Focus, names: list[str], tool_result: str, question: str = "") -
                 others.append(line)
             elif _to_the_listener(line, person) and (theirs or (not about_saying and _asks_about(line, needed))):
                 asking.append(line)
-        if held and len(others) + len(asking) == len(held):
-            owner = others[0].speaker if others else None
-            return Lent(person, what, "you" if owner and owner.casefold() == "you" else owner)
+            elif _of_a_third(line, person, before[line]):
+                third.append(line)
+        if not held or len(others) + len(asking) + len(third) < len(held):
+            continue
+        if len(third) == len(held):
+            return Lent(person, _theirs(person, phrase), None, of_a_third=True)
+        owner = others[0].speaker if others else None
+        return Lent(person, phrase.spoken(), "you" if owner and owner.casefold() == "you" else owner)
     return None

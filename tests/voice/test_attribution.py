@@ -45,7 +45,11 @@ def test_words_spoken_to_someone_or_not_in_the_first_person_may_be_theirs():
     to_her = "2023-06-12 Melanie said: Your charity race was amazing, I was so proud of you."
     assert reply("What did Caroline realize after her charity race?", to_her) is None
     about_him = "2023-06-12 Melanie said: He ran a charity race for his school."  # no first person
-    assert reply("Why did Jon run the charity race?", about_him, "2023-06-12 Jon said: Hi there.") is None
+    named = "2023-06-12 Melanie said: Jon called me yesterday."
+    assert reply("Why did Jon run the charity race?", named, about_him) is None
+    # with no line naming Jon before it, "he" is someone else
+    assert reply("Why did Jon run the charity race?", about_him, "2023-06-12 Jon said: Hi there.") == (
+        "I don't have anything about Jon's charity race in my memory.")
     # "she" in one's own story is a third person, not the one asked about
     grandma = "2023-06-27 Melanie said: My grandma gave me this necklace, she said it stands for love."
     assert reply("What does Caroline's necklace stand for?", grandma, "2023-06-27 Caroline said: Hi!") == (
@@ -203,3 +207,30 @@ def test_a_possessive_before_the_thing_says_whose_it_is():
     assert reply("How is Jon's store doing?", "2023-04-25 Gina said: I love your new store, Jon!") is None
     # an unnamed speaker's "my store" may be Jon's
     assert reply("How is Jon's store doing?", "2023-04-25 SPEAKER_01 said: My store is doing great.") is None
+
+
+MAYA = ("2026-11-26 you said: My sister Maya lives in Lisbon now, she moved there in March.",
+        "2026-11-26 SPEAKER_01 said: Oh nice, is she still working as an architect?",
+        "2026-11-26 you said: Yes, and she is getting married in June to a guy called Tiago.")
+
+
+def test_a_line_about_another_she_is_not_the_person_asked_about():
+    """"is she still working as an architect?" is about Maya, not Tiago: what Tiago does is not there."""
+    assert reply("What does Tiago do for work?", *MAYA[1:]) == "I don't have anything about Tiago's work in my memory."
+    assert reply("What does Tiago do for work?", *MAYA) == "I don't have anything about Tiago's work in my memory."
+    # The line before names the person asked about: "she" may be her.
+    assert reply("What does Maya do for work?", *MAYA) is None
+    # Named in the line, said by them, or spoken to ("you" may be them in a talk of two): theirs.
+    assert reply("What does Tiago do for work?", "2026-11-26 SPEAKER_01 said: Tiago told me she works as a chef.") is None
+    assert reply("What does Tiago do for work?", "2026-11-26 Tiago said: She loves her work at the bakery.") is None
+    assert reply("What does Tiago do for work?", "2026-11-26 Ana said: Is she happy with your work?") is None
+    # A line with no "she" or "he" decides nothing here.
+    assert reply("What does Tiago do for work?", "2026-11-26 SPEAKER_01 said: The work on the roof is done.") is None
+
+
+@given(st.lists(_words, min_size=1, max_size=4))
+def test_a_line_naming_the_person_keeps_the_next_lines_she_theirs(lines):
+    """After a line naming the person, a line speaking of "she" is never counted as someone else's."""
+    text = ["2026-11-26 SPEAKER_01 said: Maya called this morning."]
+    text += [f"2026-11-26 SPEAKER_01 said: She {' '.join(words)} work." for words in lines[:1]]
+    assert reply("What does Maya do for work?", *text) is None
