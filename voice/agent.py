@@ -25,7 +25,7 @@ from voice.attribution import lent, unsaid
 from voice.echo_guard import EchoGuard
 from voice.focus import focus, gap_in, unsupported
 from voice.forget_turn import ForgetConversation
-from voice.grounding import asked_names, missing_names, missing_note, not_in_memory
+from voice.grounding import asked_names, asks_of_an_acquaintance, missing_names, missing_note, not_in_memory
 from voice.grounding import evidence as evidence_lines
 from voice.intent import IntentRouter
 from voice.intent_rules import asks_about_a_thing, asks_to_recall, asks_to_store, asks_to_think, is_question, said_in
@@ -295,7 +295,9 @@ class Agent:
         search, kept when what it returns is about what was asked, so memory answers; None
         otherwise (a general question, "What's the capital of France?", is answered as before).
         A question about named people ("Who is Maya marrying?") is kept when the lines name
-        them; any other question but a why, how or advice question ("When is the quarterly
+        them, and so is one about the private life of someone memory does not hold ("What is
+        Priya allergic to?": the grounding check then says memory has nothing about them);
+        any other question but a why, how or advice question ("When is the quarterly
         review?") when every thing it names is in the lines (:mod:`voice.focus`).
         """
         names = asked_names(said)
@@ -303,8 +305,13 @@ class Agent:
             return None
         if names:
             result = await self.tools.run(Tool.SEARCH_MEMORY.value, {"query": memory_query(said)})
-            if not result.ok or not missing_names(said, result.text)[0]:
+            if not result.ok:
                 return None
+            if not missing_names(said, result.text)[0]:
+                if not asks_of_an_acquaintance(said):
+                    return None
+                log.info("a private question about %s, whom memory does not hold: saying so", names[0])
+                return result
             log.info("a question about %s was routed to a direct answer; memory holds them, so it answers", names)
             return result
         # "When is the quarterly review?": nothing personal in the words, yet a thing that

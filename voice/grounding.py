@@ -43,6 +43,33 @@ def asked_names(question: str) -> list[str]:
     return names
 
 
+# What one asks of someone in one's own life, seldom of a public figure: health, family,
+# home, work, plans, promises.
+_PRIVATE = re.compile(
+    r"\b(?:allerg\w*|birthday|how old|job|for (?:a )?(?:work|living)|works? (?:as|at|for)|lives?|living|moved|"
+    r"married|marry\w*|wedding|engaged|wife|husband|partner|girlfriend|boyfriend|kids?|children|son|daughter|"
+    r"baby|pregnant|sister|brother|mom|mum|mother|dad|father|parents|favou?rite|phone|number|address|e-?mail|"
+    r"school|studying|plans?|promis\w*|owes?|borrowed|lent|sick|ill|health|doctor|diet|vegetarian|vegan)\b",
+    re.IGNORECASE)
+
+
+def asks_of_an_acquaintance(question: str) -> bool:
+    """The question asks one person, called by one name, about their private life: "What is
+    Priya allergic to?", "When is Tiago's birthday?", "Where does Priya live?". Asked of
+    someone memory holds nothing about, the small model invents the answer ("Priya is
+    allergic to eggs"); a public figure is mostly asked about by their full name ("Where
+    does Taylor Swift live?") or about public things, and is left to the model. A
+    well-known person asked about by one name ("Where does Obama live?") gets Annie's "I
+    don't have anything about Obama in my memory", not an invented private fact."""
+    names = asked_names(question)
+    if len(names) != 1 or not _PRIVATE.search(question):
+        return False
+    name = re.escape(names[0])
+    # The person is the subject ("is Priya", "does Priya") or the owner ("Priya's birthday").
+    return re.search(r"\b(?i:is|was|does|did|has|had|will|can)\s+" + name + r"\b|\b" + name + r"['’]s\b",
+                     question) is not None
+
+
 def evidence(tool_result: str) -> str:
     """The lines of a memory tool's result that hold something remembered."""
     return "\n".join(line for line in tool_result.splitlines() if not _NOTHING_LINE.match(line))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from tests.voice.support import FixedMemory, voice_settings
 from tests.voice.test_grounding import MAYA, turn, unreachable_llm
 from voice.agent import Agent
+from voice.grounding import asks_of_an_acquaintance
 
 
 class NoGraphMemory(FixedMemory):
@@ -67,3 +68,24 @@ async def test_knowledge_questions_stay_direct_answers(intent_router, tmp_path):
     assert await agent.probe("What is the tallest mountain in the world?") is None
     assert await agent.probe("Which room is the dentist in?") is None
     assert len(memory.searches) == 2
+
+
+def test_private_questions_about_one_name_are_told_from_public_ones():
+    for question in ("What is Priya allergic to?", "When is Tiago's birthday?", "Where does Priya live?",
+                     "What does Priya do for work?", "Is Priya married?", "How old is Priya?"):
+        assert asks_of_an_acquaintance(question), question
+    for question in ("Who is Priya?", "Where does Taylor Swift live?", "What's the capital of France?",
+                     "How does Bluetooth work?", "What is Python used for?", "Where do you live?",
+                     "What did Priya and Tom promise?"):
+        assert not asks_of_an_acquaintance(question), question
+
+
+async def test_a_private_question_about_someone_memory_does_not_hold_is_not_answered_by_the_model(
+        intent_router, tmp_path):
+    memory = FixedMemory(MAYA)
+    agent = Agent(unreachable_llm(), memory, voice_settings(tmp_path), intent_router)
+    text, tools = await turn(agent, "What is Priya allergic to?")
+    assert [t.name for t in tools] == ["search_memory"]
+    assert text == "I don't have anything about Priya in my memory."
+    # A public question naming someone memory does not hold still goes to the model.
+    assert await agent.probe("Who is Priya?") is None
