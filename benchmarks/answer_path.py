@@ -83,9 +83,9 @@ class EvidenceMemory:
     """A memory whose every lookup returns ``hits`` (formatted as the real search formats
     them); the briefing and the rest are those of ``base``."""
 
-    def __init__(self, base: MemoryPort, hits: list[MemoryHit]) -> None:
+    def __init__(self, base: MemoryPort, hits: list[MemoryHit], now: datetime) -> None:
         self.base = base
-        self.lines = hit_lines(hits)
+        self.lines = hit_lines(hits, now)
 
     async def briefing(self, *, now: datetime | None = None) -> str:
         return await self.base.briefing(now=now)

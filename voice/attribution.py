@@ -59,10 +59,11 @@ import itertools
 import re
 from dataclasses import dataclass
 
+from memory.day_label import DAY
 from voice.focus import Focus, Phrase, matches, stem, stems_of
 
-# "2026-03-02 Melanie said: ...", "2026-03-02 you said: ..."
-_SAID = re.compile(r"^\S+\s+(?P<who>[^:]{1,60}?) said:\s*(?P<words>.*)$")
+# "8 May 2023 Melanie said: ...", "today you said: ..."
+_SAID = re.compile(r"^" + DAY + r"\s+(?P<who>[^:]{1,60}?) said:\s*(?P<words>.*)$")
 _WORD = re.compile(r"[^\W\d_][\w'’]*")
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 _FIRST = frozenset("i me my mine myself we us our ours ourselves i'm i've i'd i'll we're we've we'd we'll".split())
@@ -302,7 +303,7 @@ def lent(asked: Focus, names: list[str], tool_result: str, question: str = "") -
     about_saying = _SAYING.search(question) is not None
     if about_saying and _answers_call(person, lines):
         return None
-    before = dict(zip(lines, [None, *lines[:-1]], strict=True))
+    before = dict(zip(lines, [None, *lines], strict=False))
     for phrase, theirs, needed, held in _holding(asked, person, lines):
         others, asking, third = [], [], []
         for line in held:
