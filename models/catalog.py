@@ -24,6 +24,8 @@ CAPABILITIES: list[Capability] = [
                lambda s: stt.resolve_stt(stt.WhisperSize.BASE, s)),
     Capability("tts-model", "text-to-speech (Kokoro-82M int8)", tts.resolve_tts_model),
     Capability("tts-voices", "text-to-speech voices (Kokoro English)", tts.resolve_tts_voices),
+    Capability("tts-runtime", "text-to-speech as run (Kokoro, convolutions as matrix products on VNNI CPUs)",
+               tts.resolve_tts_runtime),
     Capability("vad", "voice activity (Silero VAD)", vad.resolve_vad),
     Capability("turn", "end of turn (smart-turn v3)", turn.resolve_turn),
     Capability("embed", "text embeddings (all-MiniLM-L6-v2)", embed.resolve_embed),

@@ -30,6 +30,9 @@ class ModelSettings(BaseSettings):
     stt_sweep_path: Path | None = None
     tts_model_path: Path | None = None
     tts_voices_path: Path | None = None
+    # Run Kokoro's int8 convolutions as integer matrix products (models.tts_matmul) on a
+    # CPU with VNNI: the same audio, about a third sooner. False: the model as shipped.
+    tts_matmul: bool = True
     vad_model_path: Path | None = None
     turn_model_path: Path | None = None
     embed_model_path: Path | None = None

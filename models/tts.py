@@ -13,11 +13,13 @@ import os
 import shutil
 import subprocess
 import tarfile
+import time
 from functools import cache
 from pathlib import Path
 
 import numpy as np
 
+from models import tts_matmul
 from models.assemble import concatenate, file_lock, package_file, sha256_file
 from models.download import fetch_url
 from models.resolve import Source, configured, resolve
@@ -153,12 +155,80 @@ def kokoro_session_options(threads: int = 2):
     return options
 
 
-@cache
-def load_kokoro(model_path: str, voices_path: str):
-    """One shared ``kokoro_onnx.Kokoro`` per process, on a session made for a shared CPU."""
+def _session(model_path: Path, matmul: bool):
     import onnxruntime
+
+    options = kokoro_session_options()
+    if not matmul:
+        return onnxruntime.InferenceSession(str(model_path), sess_options=options, providers=["CPUExecutionProvider"])
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    return onnxruntime.InferenceSession(str(model_path), sess_options=options, providers=["CPUExecutionProvider"],
+                                        disabled_optimizers=tts_matmul.DISABLED_OPTIMIZERS)
+
+
+# What both models say before the converted one is used: its audio must be the same.
+CHECK_TEXT = "The capital of France is Paris, about 384,400 kilometres from the moon."
+
+
+def matmul_model(model_path: Path, voices_path: Path, models_dir: Path, *, cpu_has_vnni: bool | None = None
+                 ) -> Path | None:
+    """The model with its convolutions as integer matrix products (:mod:`models.tts_matmul`),
+    made once in ``models_dir`` and used only when its audio for :data:`CHECK_TEXT` is the
+    same as the original's, sample for sample; None on a CPU without VNNI, or when it was
+    not the same (a ``.rejected`` file keeps it from being tried again)."""
+    if not (tts_matmul.vnni() if cpu_has_vnni is None else cpu_has_vnni):
+        return None
+    stat = model_path.stat()
+    target = models_dir / "tts" / f"{model_path.stem}{tts_matmul.MARK}{stat.st_size}-{stat.st_mtime_ns}.onnx"
+    rejected = target.with_name(target.name + ".rejected")
+    if target.is_file():
+        return target
+    if rejected.is_file():
+        return None
     from kokoro_onnx import Kokoro
 
-    session = onnxruntime.InferenceSession(model_path, sess_options=kokoro_session_options(),
-                                           providers=["CPUExecutionProvider"])
-    return Kokoro.from_session(session, voices_path)
+    with file_lock(target):
+        if target.is_file() or rejected.is_file():
+            return target if target.is_file() else None
+        started = time.perf_counter()
+        partial = target.with_name(target.name + ".partial.onnx")
+        count = tts_matmul.convert(model_path, partial)
+        said = [Kokoro.from_session(_session(path, matmul), str(voices_path)).create(CHECK_TEXT, voice="af_heart")[0]
+                for path, matmul in ((model_path, False), (partial, True))]
+        if said[0].shape != said[1].shape or not np.array_equal(said[0], said[1]):
+            partial.unlink()
+            rejected.write_text("its audio was not the same as the original model's\n")
+            log.warning("text-to-speech: the converted Kokoro model did not say the same as the original; "
+                        "keeping the original (remove %s to try again)", rejected)
+            return None
+        os.replace(partial, target)
+        log.info("text-to-speech: %d convolutions of Kokoro made integer matrix products in %.1f s, same audio",
+                 count, time.perf_counter() - started)
+    return target
+
+
+def resolve_tts_runtime(settings: ModelSettings | None = None) -> Path:
+    """The Kokoro model to run: on a CPU with VNNI (and unless ``ANNIE_TTS_MATMUL=0``), the
+    shipped model with its convolutions as integer matrix products, made once by
+    ``annie models assemble`` (or at first use) and checked to say the same; otherwise, or
+    when making it fails, the shipped model."""
+    settings = settings or get_model_settings()
+    model = resolve_tts_model(settings)
+    if not settings.tts_matmul:
+        return model
+    try:
+        return matmul_model(model, resolve_tts_voices(settings), settings.models_dir) or model
+    except Exception:  # noqa: BLE001 - the shipped model still works: say why, use it
+        log.exception("text-to-speech: converting Kokoro's convolutions failed; using the model as shipped")
+        return model
+
+
+@cache
+def load_kokoro(model_path: str, voices_path: str):
+    """One shared ``kokoro_onnx.Kokoro`` per process, on a session made for a shared CPU
+    (and for a converted model, :func:`resolve_tts_runtime`, the options that keep its
+    audio the same)."""
+    from kokoro_onnx import Kokoro
+
+    path = Path(model_path)
+    return Kokoro.from_session(_session(path, tts_matmul.converted(path)), voices_path)

@@ -58,7 +58,7 @@ from pipecat.utils.types import assert_given
 
 from models.settings import ModelSettings
 from models.stt import WhisperSize, load_whisper, resolve_stt
-from models.tts import load_kokoro, resolve_tts_model, resolve_tts_voices
+from models.tts import load_kokoro, resolve_tts_runtime, resolve_tts_voices
 from models.turn import resolve_turn
 from models.vad import resolve_vad
 from voice.agent import FIXED_PHRASES, Agent, ContextMessage, TextDelta, ToolStart, ToolUse, TurnDone, last_user_text
@@ -96,7 +96,7 @@ class VoiceModels:
     def load(cls, model_settings: ModelSettings, settings: VoiceSettings) -> VoiceModels:
         stt_path = resolve_stt(WhisperSize.TINY_EN, model_settings)
         whisper = load_whisper(str(stt_path), settings.stt_compute_type, settings.stt_threads, settings.stt_window_s)
-        kokoro = load_kokoro(str(resolve_tts_model(model_settings)), str(resolve_tts_voices(model_settings)))
+        kokoro = load_kokoro(str(resolve_tts_runtime(model_settings)), str(resolve_tts_voices(model_settings)))
         models = cls(stt_path, whisper, kokoro, resolve_vad(model_settings), resolve_turn(model_settings))
         if settings.voice in models.voices:
             for phrase in (*FIXED_PHRASES, settings.greeting):
