@@ -83,9 +83,9 @@ class EvidenceMemory:
     """A memory whose every lookup returns ``hits`` (formatted as the real search formats
     them); the briefing and the rest are those of ``base``."""
 
-    def __init__(self, base: MemoryPort, hits: list[MemoryHit], now: datetime) -> None:
+    def __init__(self, base: MemoryPort, hits: list[MemoryHit]) -> None:
         self.base = base
-        self.lines = hit_lines(hits, now)
+        self.lines = hit_lines(hits)
 
     async def briefing(self, *, now: datetime | None = None) -> str:
         return await self.base.briefing(now=now)

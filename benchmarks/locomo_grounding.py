@@ -80,7 +80,7 @@ async def run(conversations: list[str] | None, database_url: str | None, embed_c
                 query = memory_query(qa["question"])
                 started = time.perf_counter()
                 hits = await service.lookup(query, limit=LINES, now=now)
-                text = hit_lines(hits, now)
+                text = hit_lines(hits)
                 fixed = grounded(qa["question"], ToolResult(Tool.SEARCH_MEMORY.value, {"query": query}, text), [])
                 ms.append((time.perf_counter() - started) * 1000)
                 found = {h.id.split("/", 1)[1] for h in hits if h.kind == "segment"}

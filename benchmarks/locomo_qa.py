@@ -206,7 +206,7 @@ async def run(n: int, conversations: list[str], seed: int, database_url: str | N
                 turns = turn_hits(sample)
                 for i, qa in enumerate(questions, start=1):
                     evidence = [turns[t] for t in sorted(evidence_turns(qa)) if t in turns]
-                    oracle = path.agent(EvidenceMemory(memory, evidence, now), lambda now=now: now)
+                    oracle = path.agent(EvidenceMemory(memory, evidence), lambda now=now: now)
                     answers = {
                         "annie": await path.ask(agent, qa["question"], primer),
                         "alone": await path.alone(qa["question"], now),

@@ -199,12 +199,12 @@ class MemoryService:
     async def search_memory(self, query: str, hours_back: float | None = None, limit: int = 3, *,
                             now: datetime | None = None, disclosure: Disclosure = Disclosure.LOCAL) -> str:
         if disclosure is Disclosure.LOCAL:
-            return hit_lines(await self.lookup(query, hours_back, limit, now=now), now)
+            return hit_lines(await self.lookup(query, hours_back, limit, now=now))
         # A cloud model: search deeper, so that what is left after the sensitive items
         # are taken out still fills the answer.
         hits = await self.lookup(query, hours_back, limit * 3, now=now)
         kept, withheld = await open_hits(self.pool, hits)
-        text = hit_lines(kept[:limit], now)
+        text = hit_lines(kept[:limit])
         return f"{text}\n{WITHHELD}" if withheld else text
 
     async def remember(self, fact: str, *, now: datetime | None = None) -> str:

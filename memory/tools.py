@@ -14,7 +14,6 @@ from datetime import datetime
 import asyncpg
 
 from memory.dated_text import with_dates
-from memory.day_label import day_label
 from memory.disclosure import WITHHELD, Disclosure, entity_is_sensitive, sensitive_fact_ids
 from memory.graph import current_facts, find_entity
 from memory.names import normalize_name
@@ -48,16 +47,14 @@ def _words(hit: MemoryHit) -> str:
     return with_dates(words, hit.timestamp) if hit.kind == "segment" else words
 
 
-def hit_lines(hits: Iterable[MemoryHit], now: datetime | None = None) -> str:
-    """One line per hit: its day as seen from ``now`` (:mod:`memory.day_label`: "today",
-    "24 Nov"), who said it, the words. No ids: a segment id costs the model about 15
-    tokens a line to read (about 0.3 s on two cores) and no answer uses it;
+def hit_lines(hits: Iterable[MemoryHit]) -> str:
+    """One line per hit: its day, who said it, the words. No ids: a segment id costs the
+    model about 15 tokens a line to read (about 0.3 s on two cores) and no answer uses it;
     ``/v1/context`` gives the ids. In what was said, "yesterday", "last ..." and "... ago"
     are followed by the day they meant (:mod:`memory.dated_text`); the words are cut at
     ``LINE_CHARS`` first."""
-    now = now or datetime.now().astimezone()
     lines = [
-        f"{day_label(h.timestamp, now)} {said_by(h.speaker) if h.kind == 'segment' else 'fact'}: "
+        f"{h.timestamp:%Y-%m-%d} {said_by(h.speaker) if h.kind == 'segment' else 'fact'}: "
         f"{_words(h)}"
         for h in hits
     ]

