@@ -14,12 +14,22 @@ from pathlib import Path
 
 import httpx
 
+from models import tts_matmul
 from models.llm import resolve_llm
 from models.llm_client import LLMClient
 from models.llm_server import LlamaServer, LlamaServerConfig, llama_server_binary
 from models.settings import ModelSettings
 
 log = logging.getLogger(__name__)
+
+
+def llm_niceness(settings: ModelSettings) -> int:
+    """The managed server's niceness: as set, else 0 where Kokoro runs its convolutions as
+    matrix products (its first chunk is fast enough beside the server, and at 10 Annie's own
+    work stalls the server's prompt reading), else 10 (see ``ModelSettings.llm_nice``)."""
+    if settings.llm_nice is not None:
+        return settings.llm_nice
+    return 0 if settings.tts_matmul and tts_matmul.vnni() else 10
 
 
 class Backend(StrEnum):
@@ -98,7 +108,7 @@ async def start_llm(settings: ModelSettings, run_dir: Path) -> LLMRuntime:
             threads=settings.llm_threads,
             parallel=settings.llm_parallel,
             cache_reuse=settings.llm_cache_reuse,
-            nice=settings.llm_nice,
+            nice=llm_niceness(settings),
         )
     )
     await server.start()

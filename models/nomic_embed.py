@@ -28,6 +28,7 @@ from pathlib import Path
 import httpx
 
 from models.assemble import package_file, write_verified
+from models.llm_runtime import llm_niceness
 from models.llm_server import LlamaServer, LlamaServerConfig, llama_server_binary
 from models.resolve import Source, configured, resolve
 from models.settings import ModelSettings, get_model_settings
@@ -162,7 +163,7 @@ class NomicEmbedder:
     async def start(cls, settings: ModelSettings, run_dir: Path) -> NomicEmbedder:
         server = LlamaServer(LlamaServerConfig(
             binary=llama_server_binary(settings), model=resolve_nomic(settings), run_dir=run_dir,
-            ctx_size=8192, parallel=8, threads=settings.llm_threads, nice=settings.llm_nice,
+            ctx_size=8192, parallel=8, threads=settings.llm_threads, nice=llm_niceness(settings),
             extra_args=["--embedding", "--pooling", "mean", "--embd-normalize", "2",
                         "--batch-size", "2048", "--ubatch-size", "2048"],
         ))

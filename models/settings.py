@@ -63,14 +63,17 @@ class ModelSettings(BaseSettings):
     # (0: off). When old turns are cut from a conversation, the turns kept are already in
     # the cache at other positions: read 137 tokens again without it, 7 with it.
     llm_cache_reuse: int = Field(default=64, ge=0)
-    # Scheduling niceness of the managed server (0: the same as Annie's). While it writes
-    # the rest of a reply, the voice makes the first chunk's audio on the same cores; at
-    # niceness 10 the voice takes the CPU first and the server carries on behind it. Measured
-    # on 2 cores: a 4-6 word clause took 1.2-1.3 s with the server generating at the same
-    # priority and 0.7-0.8 s (as with nothing else running) at 10, with the same tokens per
-    # second while they overlap. Speech to text and the voice are the turn's critical path;
-    # the LLM's generation runs well ahead of speech.
-    llm_nice: int = Field(default=10, ge=0, le=19)
+    # Scheduling niceness of the managed server (0: the same as Annie's; unset: chosen by
+    # :func:`llm_niceness`). While it writes the rest of a reply, the voice makes the first
+    # chunk's audio on the same cores. With Kokoro as shipped, a 4-6 word clause took
+    # 1.2-1.3 s with the server at the same priority and 0.7-0.8 s at 10. But at 10 every
+    # bit of Annie's own work (the audio pipeline, a memory search) stalls the server's
+    # threads, which wait for each other: a memory question's 55-61 prompt tokens took
+    # 0.9-2.3 s to read. With Kokoro's convolutions as matrix products (a CPU with VNNI,
+    # models.tts_matmul) its first chunk is fast enough at 0: two voice runs gave p50
+    # 1.87-1.88 s / p95 2.65-2.69 s against 1.78-2.19 / 2.80-3.61 s in three at 10, the
+    # first chunk's audio p50 0.59-0.60 s against 0.56-0.65 s.
+    llm_nice: int | None = Field(default=None, ge=0, le=19)
 
     @property
     def models_dir(self) -> Path:

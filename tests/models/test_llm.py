@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from models import tts_matmul
 from models.llm_client import LLMOutputError, parse_json_reply, strip_wrappers
-from models.llm_runtime import Backend, start_llm
+from models.llm_runtime import Backend, llm_niceness, start_llm
+from models.settings import ModelSettings
 
 PERSON_SCHEMA = {
     "type": "object",
@@ -98,12 +100,19 @@ async def test_a_stream_stopped_early_stops_the_generation(managed_llm):
             raise AssertionError("the server still generates 5 s after the stream was closed")
 
 
-async def test_the_managed_server_runs_behind_the_voice_at_its_niceness(managed_llm, model_settings):
-    """The voice makes audio while the server writes the rest of a reply: it must win the CPU."""
+async def test_the_managed_server_runs_at_its_niceness(managed_llm, model_settings):
+    """Behind the voice (10) where Kokoro is slow, level with it where its first chunk is fast."""
     stat = Path(f"/proc/{managed_llm.server.pid}/stat").read_text()
     niceness = int(stat.rsplit(")", 1)[1].split()[16])
-    assert model_settings.llm_nice > 0
-    assert niceness == min(19, os.nice(0) + model_settings.llm_nice)
+    assert niceness == min(19, os.nice(0) + llm_niceness(model_settings))
+
+
+def test_the_niceness_follows_the_voice_unless_set():
+    fast = 0 if tts_matmul.vnni() else 10
+    assert llm_niceness(ModelSettings()) == fast
+    assert llm_niceness(ModelSettings(tts_matmul=False)) == 10
+    assert llm_niceness(ModelSettings(llm_nice=5)) == 5
+    assert llm_niceness(ModelSettings(llm_nice=0, tts_matmul=False)) == 0
 
 
 async def test_server_is_restarted_after_a_crash(managed_llm):
