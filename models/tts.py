@@ -156,14 +156,15 @@ def kokoro_session_options(threads: int = 2):
 
 
 def _session(model_path: Path, matmul: bool):
+    """An ONNX Runtime session for Kokoro; for a converted model (``matmul``), the options
+    that keep its audio the same as the shipped model's (:mod:`models.tts_matmul`)."""
     import onnxruntime
 
     options = kokoro_session_options()
-    if not matmul:
-        return onnxruntime.InferenceSession(str(model_path), sess_options=options, providers=["CPUExecutionProvider"])
-    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    if matmul:
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
     return onnxruntime.InferenceSession(str(model_path), sess_options=options, providers=["CPUExecutionProvider"],
-                                        disabled_optimizers=tts_matmul.DISABLED_OPTIMIZERS)
+                                        disabled_optimizers=tts_matmul.DISABLED_OPTIMIZERS if matmul else None)
 
 
 # What both models say before the converted one is used: its audio must be the same.

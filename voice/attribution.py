@@ -143,8 +143,12 @@ def _is(speaker: str, name: str) -> bool:
     return speaker.casefold().startswith(name.casefold())
 
 
+def _word_set(words: str) -> set[str]:
+    return {w.casefold().replace("’", "'") for w in _WORD.findall(words)}
+
+
 def _pronouns(words: str) -> set[str]:
-    return {w.casefold().replace("’", "'") for w in _WORD.findall(words)} & (_FIRST | _SECOND)
+    return _word_set(words) & (_FIRST | _SECOND)
 
 
 def _known(speaker: str) -> bool:
@@ -176,7 +180,7 @@ def _of_a_third(line: _Line, person: str, before: _Line | None) -> bool:
     for "What does Tiago do for work?", when the line before names no Tiago)."""
     if _is(line.speaker, person) or _names(person, line.words):
         return False
-    said = {w.casefold().replace("’", "'") for w in _WORD.findall(line.words)}
+    said = _word_set(line.words)
     if not said & _THIRD_SINGULAR or said & _SECOND:
         return False
     return before is None or not (_is(before.speaker, person) or _names(person, before.words))
@@ -302,7 +306,7 @@ def lent(asked: Focus, names: list[str], tool_result: str, question: str = "") -
     about_saying = _SAYING.search(question) is not None
     if about_saying and _answers_call(person, lines):
         return None
-    before = dict(zip(lines, [None, *lines], strict=False))
+    before = {id(line): previous for previous, line in zip([None, *lines], lines, strict=False)}
     for phrase, theirs, needed, held in _holding(asked, person, lines):
         others, asking, third = [], [], []
         for line in held:
@@ -318,7 +322,7 @@ def lent(asked: Focus, names: list[str], tool_result: str, question: str = "") -
                 others.append(line)
             elif _to_the_listener(line, person) and (theirs or (not about_saying and _asks_about(line, needed))):
                 asking.append(line)
-            elif _of_a_third(line, person, before[line]):
+            elif _of_a_third(line, person, before[id(line)]):
                 third.append(line)
         if not held or len(others) + len(asking) + len(third) < len(held):
             continue
