@@ -1,7 +1,8 @@
 """The background worker: runs queued jobs, yielding to live voice turns.
 
-Live conversation comes first: while any voice turn holds the :class:`PriorityGate`,
-the worker takes no new job (a job already running finishes). Every failure is
+Live conversation comes first: while any voice or chat turn holds the
+:class:`PriorityGate`, the worker takes no new job; a job already running finishes, but
+its LLM calls stop and start again after the turn (:meth:`PriorityGate.yielding`). Every failure is
 recorded on the job (retry with backoff, then dead); the worker itself never stops
 because a job failed. Stopping the worker cancels the running job, which is released
 to the queue (its attempt is not counted), so shutdown never buries a job.
@@ -15,6 +16,7 @@ import logging
 import os
 import socket
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import asyncpg
 
@@ -24,15 +26,24 @@ from memory.events import Zone, stage
 log = logging.getLogger(__name__)
 
 Handler = Callable[[jobs.Job], Awaitable[None]]
+T = TypeVar("T")
 
 
 class PriorityGate:
-    """Held by live voice turns; background work waits while any is held."""
+    """Held by live voice and chat turns; background work waits while any is held.
+
+    A job already running goes on, except work run through :meth:`yielding`: an LLM call
+    that a live turn would otherwise queue behind (the LLM server reads one prompt step at
+    a time for every request; a turn that came while extraction's prompt was being read
+    waited for all of it)."""
 
     def __init__(self) -> None:
         self._live = 0
         self._idle = asyncio.Event()
         self._idle.set()
+        self._busy = asyncio.Event()
+        self.stopped_for_live = 0  # background calls stopped by a live turn (to run again)
+        self.under_way = 0  # background calls running through :meth:`yielding` now
 
     @property
     def busy(self) -> bool:
@@ -42,15 +53,46 @@ class PriorityGate:
     async def live_turn(self):
         self._live += 1
         self._idle.clear()
+        self._busy.set()
         try:
             yield
         finally:
             self._live -= 1
             if self._live == 0:
+                self._busy.clear()
                 self._idle.set()
 
     async def wait_idle(self) -> None:
         await self._idle.wait()
+
+    async def yielding(self, work: Callable[[], Awaitable[T]], what: str = "background work",
+                       before: Callable[[], Awaitable[None]] | None = None) -> T:
+        """``work()`` once no live turn holds the gate; when one takes it before ``work``
+        is done, ``work`` is cancelled and started again from the beginning after the
+        turn (its result so far is lost: use it for one LLM call, not a whole job).
+        ``before`` is awaited before each start (a job renews its lease there)."""
+        while True:
+            if before is not None:
+                await before()
+            await self.wait_idle()
+            task = asyncio.ensure_future(work())
+            live = asyncio.ensure_future(self._busy.wait())
+            stopped = False
+            self.under_way += 1
+            try:
+                await asyncio.wait({task, live}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                self.under_way -= 1
+                live.cancel()
+                if not task.done():
+                    stopped = True
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):  # its outcome is dropped
+                        await task
+            if not stopped:
+                return task.result()
+            self.stopped_for_live += 1
+            log.info("%s stopped for a live turn; it starts again when the conversation is idle", what)
 
 
 class JobWorker:

@@ -108,6 +108,7 @@ async def start_llm(settings: ModelSettings, run_dir: Path) -> LLMRuntime:
             threads=settings.llm_threads,
             parallel=settings.llm_parallel,
             cache_reuse=settings.llm_cache_reuse,
+            batch=settings.llm_batch,
             nice=llm_niceness(settings),
         )
     )

@@ -53,6 +53,7 @@ class LlamaServerConfig:
     threads: int = 0
     parallel: int = 2
     cache_reuse: int = 0
+    batch: int = 0  # prompt tokens read in one step (0: the server's default)
     nice: int = 0
     startup_timeout: float = 300.0
     max_restarts: int = 5
@@ -103,6 +104,8 @@ class LlamaServer:
             args += ["--threads", str(cfg.threads)]
         if cfg.cache_reuse:
             args += ["--cache-reuse", str(cfg.cache_reuse)]
+        if cfg.batch:
+            args += ["--batch-size", str(cfg.batch), "--ubatch-size", str(cfg.batch)]
         return args + cfg.extra_args
 
     def _preexec(self) -> None:

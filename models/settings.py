@@ -63,6 +63,13 @@ class ModelSettings(BaseSettings):
     # (0: off). When old turns are cut from a conversation, the turns kept are already in
     # the cache at other positions: read 137 tokens again without it, 7 with it.
     llm_cache_reuse: int = Field(default=64, ge=0)
+    # Prompt tokens the managed server reads in one step (0: llama-server's own 2048 / 512).
+    # A step cannot be stopped or shared: a conversation turn that arrives while background
+    # work's 1,000-token prompt is being read waited for all of it (13.5 s on two cores),
+    # even after that request was cancelled. At 128 the turn's prompt joins within one step
+    # of about 1.8 s, a cancelled request stops within one (0.5-1.0 s measured), and a long
+    # prompt is read as fast (15.5 s either way); at 64 it was 7-10 % slower.
+    llm_batch: int = Field(default=128, ge=0)
     # Scheduling niceness of the managed server (0: the same as Annie's; unset: chosen by
     # :func:`llm_niceness`). While it writes the rest of a reply, the voice makes the first
     # chunk's audio on the same cores. With Kokoro as shipped, a 4-6 word clause took

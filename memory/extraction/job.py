@@ -6,8 +6,10 @@ skipped unless forced. The LLM runs outside any transaction; the results are wri
 one transaction with ``sessions.extracted_at``. An LLM that is down or answers garbage
 raises, so the job is retried with backoff and ends dead with the reason recorded;
 ingestion and search never wait for it. With no LLM configured yet the job puts itself
-back in the queue for later. Between chunks the job yields to live voice turns and
-renews its lease, so a long session neither delays a conversation nor looks abandoned.
+back in the queue for later. Between chunks the job yields to live voice and chat turns
+and renews its lease, and a chunk's LLM call that a turn would wait behind stops and is
+asked again after the turn, so a long session neither delays a conversation nor looks
+abandoned.
 """
 
 from __future__ import annotations
@@ -78,10 +80,13 @@ async def enqueue_asserted(conn: asyncpg.Connection | asyncpg.Pool, session_id: 
 async def extract_lines(llm: LLMClient, lines: list[Line], *, asserted: bool = False,
                         between: Callable[[], Awaitable[None]] | None = None,
                         places: frozenset[str] | set[str] = frozenset(),
+                        gate: PriorityGate | None = None,
                         ) -> tuple[list[Entity], list[FactItem], int]:
     """Ask the LLM chunk by chunk; the cleaned entities and facts and the chunk count.
 
-    ``between`` is awaited before each chunk (to yield to live work, renew a lease).
+    ``between`` is awaited before each chunk (to yield to live work, renew a lease). With a
+    ``gate``, a chunk's LLM call stops when a live turn starts and is asked again after it
+    (``between`` first).
     ``places`` are normalised names already known as places; places found in a chunk are
     known to the chunks after it."""
     entities: list[Entity] = []
@@ -89,9 +94,13 @@ async def extract_lines(llm: LLMClient, lines: list[Line], *, asserted: bool = F
     known_places = set(places)
     chunks = chunk_lines(lines)
     for chunk in chunks:
-        if between is not None:
-            await between()
-        for part, reply in await _ask(llm, chunk):
+        if gate is not None:
+            replies = await gate.yielding(lambda chunk=chunk: _ask(llm, chunk), "extraction of a chunk", before=between)
+        else:
+            if between is not None:
+                await between()
+            replies = await _ask(llm, chunk)
+        for part, reply in replies:
             if asserted:
                 for item in (*reply["entities"], *reply["facts"]):
                     item["confidence"] = ASSERTED_CONFIDENCE
@@ -195,7 +204,7 @@ class Extractor:
         places = await self.pool.fetch(
             "SELECT normalized_name FROM entities WHERE user_id = $1 AND type = 'place'", self.user_id)
         return await extract_lines(llm, lines, asserted=asserted, between=self._between_chunks,
-                                   places={r["normalized_name"] for r in places})
+                                   places={r["normalized_name"] for r in places}, gate=self.gate)
 
     async def extract_session(self, session_id: str, *, force: bool = False) -> ExtractionReport:
         """Extract one session now (skipped when already done and unchanged, unless forced)."""

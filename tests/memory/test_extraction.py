@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from datetime import UTC, datetime
@@ -250,7 +251,18 @@ async def test_extracts_people_and_places_from_a_real_transcript(memory_settings
         (f"t{i}", r[2], r[5], float(r[3]), float(r[4])) for i, r in enumerate(rows)]))
     service = MemoryService(memory_settings, model_settings, pool, None, llm=slow_llm)
     await service.ingestor.ingest_file(path)
-    report = await service.extract_session("stm")
+    extraction = asyncio.create_task(service.extract_session("stm"))
+    # A conversation turn starts while a chunk's LLM call is under way: the call stops, the
+    # turn's own call is answered while extraction waits, and the chunk is asked again after.
+    async with asyncio.timeout(300):
+        while not service.gate.under_way:
+            await asyncio.sleep(0.05)
+    await asyncio.sleep(0.5)  # the chunk's request has reached the server
+    async with service.gate.live_turn():
+        reply = await slow_llm.chat([{"role": "user", "content": "Say hello."}], max_tokens=5)
+        assert reply.strip() and not extraction.done()
+    assert service.gate.stopped_for_live == 1
+    report = await extraction
     names = {(e["type"], e["name"].casefold()) for e in await service.entities()}
     people = {n for t, n in names if t == "person"}
     places = {n for t, n in names if t == "place"}

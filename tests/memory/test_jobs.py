@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from memory import jobs
 from memory.worker import JobWorker, PriorityGate
 
@@ -152,3 +154,39 @@ async def test_a_refused_statement_is_logged_as_such_and_the_worker_recovers(poo
         assert seen == ["after-repair"]
     finally:
         await worker.stop()
+
+
+async def test_background_work_through_the_gate_stops_for_a_live_turn_and_starts_again():
+    gate = PriorityGate()
+    starts: list[int] = []
+    release = asyncio.Event()
+    before_calls = 0
+
+    async def before():
+        nonlocal before_calls
+        before_calls += 1
+
+    async def work():
+        starts.append(len(starts) + 1)
+        await release.wait()
+        return f"done on start {len(starts)}"
+
+    call = asyncio.create_task(gate.yielding(work, "a test call", before=before))
+    await asyncio.sleep(0.05)
+    assert starts == [1]
+    async with gate.live_turn():
+        await asyncio.sleep(0.05)
+        assert gate.stopped_for_live == 1 and starts == [1], "stopped, and not started again during the turn"
+        release.set()  # would finish the work, but the first start was cancelled
+        await asyncio.sleep(0.05)
+        assert not call.done()
+    assert await asyncio.wait_for(call, 5) == "done on start 2"
+    assert before_calls == 2  # before each start
+    # Work that ends before any turn is not stopped; its failure is the caller's.
+
+    async def broken():
+        raise ValueError("bad reply")
+
+    with pytest.raises(ValueError, match="bad reply"):
+        await gate.yielding(broken)
+    assert gate.stopped_for_live == 1 and not gate.busy
