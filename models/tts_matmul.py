@@ -39,6 +39,12 @@ def converted(path: Path) -> bool:
     return MARK in path.name
 
 
+def rejected_in(models_dir: Path) -> bool:
+    """Whether a model converted in ``models_dir`` was refused for not saying the same as
+    the original (:mod:`models.tts` leaves a ``.rejected`` file beside where it would be)."""
+    return any((models_dir / "tts").glob(f"*{MARK}*.rejected"))
+
+
 def vnni(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
     """Whether this CPU has a VNNI instruction set ONNX Runtime uses for signed x unsigned products."""
     try:

@@ -107,9 +107,13 @@ async def test_the_managed_server_runs_at_its_niceness(managed_llm, model_settin
     assert niceness == min(19, os.nice(0) + llm_niceness(model_settings))
 
 
-def test_the_niceness_follows_the_voice_unless_set():
+def test_the_niceness_follows_the_voice_unless_set(tmp_path):
     fast = 0 if tts_matmul.vnni() else 10
-    assert llm_niceness(ModelSettings()) == fast
+    assert llm_niceness(ModelSettings(cache_dir=tmp_path)) == fast
+    # A converted Kokoro that was refused leaves the shipped, slower one: the server steps back.
+    (tmp_path / "models" / "tts").mkdir(parents=True)
+    (tmp_path / "models" / "tts" / f"kokoro-v1.0.int8{tts_matmul.MARK}1-2.onnx.rejected").write_text("not the same\n")
+    assert llm_niceness(ModelSettings(cache_dir=tmp_path)) == 10
     assert llm_niceness(ModelSettings(tts_matmul=False)) == 10
     assert llm_niceness(ModelSettings(llm_nice=5)) == 5
     assert llm_niceness(ModelSettings(llm_nice=0, tts_matmul=False)) == 0
