@@ -6,7 +6,8 @@ turns just before and after each strong hit are brought in (or lifted) with a sh
 its score. One indexed query for all of them; no model runs.
 
 What the ``search_memory`` tool shows goes one step further: a short question among its
-hits is followed by the turn that answered it (:func:`replies_to_questions`).
+hits is followed by the turn that answered it, and a yes or no among them comes after the
+question it answered (:func:`replies_to_questions`).
 """
 
 from __future__ import annotations
@@ -86,10 +87,34 @@ def is_question(hit: MemoryHit) -> bool:
             and len(text.split()) <= QUESTION_WORDS and len(_SENTENCE_END.findall(text)) <= 2)
 
 
-def with_replies(hits: list[MemoryHit], replies: dict[str, MemoryHit], limit: int) -> list[MemoryHit]:
+# A turn that answers yes or no: alone it says little ("Yes, but it moved to Thursday at
+# ten" does not say what moved), the question before it says what about.
+_YES_OR_NO = re.compile(r"(?:yes|yeah|yep|no|nope)\b", re.IGNORECASE)
+
+
+def is_yes_or_no(hit: MemoryHit) -> bool:
+    return hit.kind == "segment" and bool(hit.session_id) and bool(_YES_OR_NO.match(hit.text.strip()))
+
+
+# The question a turn answers: the turn just before it, asked by someone else.
+_ASKED = """
+    SELECT k.session_id, k.segment_id AS hit_id, p.segment_id, p.speaker, p.text, p.ts
+    FROM unnest($1::text[], $2::text[]) AS k(session_id, segment_id)
+    JOIN segments h ON h.session_id = k.session_id AND h.segment_id = k.segment_id
+    CROSS JOIN LATERAL (
+        SELECT s.segment_id, s.speaker, s.text, s.ts FROM segments s
+        WHERE s.session_id = h.session_id AND s.start_s < h.start_s AND s.user_id = $3
+        ORDER BY s.start_s DESC LIMIT 1) p
+    WHERE p.speaker IS DISTINCT FROM h.speaker AND rtrim(p.text) LIKE '%?'"""
+
+
+def with_replies(hits: list[MemoryHit], replies: dict[str, MemoryHit], limit: int,
+                 asked: dict[str, MemoryHit] | None = None) -> list[MemoryHit]:
     """``hits`` in their order, each question followed by its reply (``replies`` by the
-    question's id), cut to ``limit``; a question left last keeps its reply past the cut.
-    A reply that is also a hit is shown once, after its question."""
+    question's id) and each yes or no preceded by its question (``asked`` by the answer's
+    id), cut to ``limit``; a hit left last keeps its question or reply past the cut. A
+    turn that is also a hit is shown once, next to the turn it goes with."""
+    asked = asked or {}
     shown: list[MemoryHit] = []
     seen: set[str] = set()
     for hit in hits:
@@ -97,6 +122,10 @@ def with_replies(hits: list[MemoryHit], replies: dict[str, MemoryHit], limit: in
             continue
         if len(shown) >= limit:
             break
+        question = asked.get(hit.id)
+        if question is not None and question.id not in seen:
+            shown.append(question)
+            seen.add(question.id)
         shown.append(hit)
         seen.add(hit.id)
         reply = replies.get(hit.id)
@@ -108,22 +137,24 @@ def with_replies(hits: list[MemoryHit], replies: dict[str, MemoryHit], limit: in
 
 async def replies_to_questions(pool: asyncpg.Pool, hits: list[MemoryHit], user_id: str,
                                limit: int) -> list[MemoryHit]:
-    """The first ``limit`` hits, each question among them followed by the turn that answered it.
+    """The first ``limit`` hits, each question among them followed by the turn that
+    answered it, and each yes or no after the question it answered.
 
     A question alone holds no fact ("Oh nice, is she still working as an architect?") and
     its answer alone holds little ("Yes, and she is getting married in June"): memory
-    found the question, so the answer is shown with it. One indexed query; no model runs.
+    found one, so the other is shown with it. One indexed query each; no model runs.
     """
     questions = [h for h in hits[:limit] if is_question(h)]
-    if not questions:
+    answers = [h for h in hits[:limit] if is_yes_or_no(h)]
+    if not questions and not answers:
         return hits[:limit]
-    rows = await pool.fetch(_REPLIES, [h.session_id for h in questions], [h.id.split("/", 1)[1] for h in questions],
-                            user_id)
     by_id = {h.id: h for h in hits}
-    replies = {}
-    for r in rows:
-        key = f"{r['session_id']}/{r['segment_id']}"
-        replies[f"{r['session_id']}/{r['hit_id']}"] = by_id.get(key) or MemoryHit(
-            kind="segment", id=key, text=r["text"], speaker=r["speaker"], timestamp=r["ts"],
-            session_id=r["session_id"])
-    return with_replies(hits, replies, limit)
+    found: list[dict[str, MemoryHit]] = []
+    for query, turns in ((_REPLIES, questions), (_ASKED, answers)):
+        rows = await pool.fetch(query, [h.session_id for h in turns], [h.id.split("/", 1)[1] for h in turns],
+                                user_id) if turns else []
+        found.append({f"{r['session_id']}/{r['hit_id']}": by_id.get(f"{r['session_id']}/{r['segment_id']}")
+                      or MemoryHit(kind="segment", id=f"{r['session_id']}/{r['segment_id']}", text=r["text"],
+                                   speaker=r["speaker"], timestamp=r["ts"], session_id=r["session_id"])
+                      for r in rows})
+    return with_replies(hits, found[0], limit, found[1])

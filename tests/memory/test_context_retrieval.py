@@ -108,6 +108,10 @@ async def test_the_search_tool_shows_a_question_with_its_answer(memory):
         ("m4", "SPEAKER_01", "Is the wedding in Lisbon?", 12, 14),
         ("m5", "SPEAKER_01", "Or back home?", 14, 16),
         ("m6", "SPEAKER_02", "The tram to the old town is always full.", 16, 20),
+    ]), ("standup", NOW - timedelta(days=1), [
+        ("d1", OWNER, "Dan, are we still on for the quarterly review?", 0, 3),
+        ("d2", "SPEAKER_01", "Yes, but it moved to Thursday at ten, in the big meeting room on the fourth floor.", 3, 8),
+        ("d3", OWNER, "Okay. I'll bring the sales figures then.", 8, 11),
     ])])
     shown = await memory.lookup("architect", limit=1, now=NOW)
     # the question was the one hit: its answer comes with it, past the limit
@@ -119,6 +123,9 @@ async def test_the_search_tool_shows_a_question_with_its_answer(memory):
     assert [h.id for h in wedding] == ["omi/m4", "omi/m6"]
     statement = await memory.lookup("Lisbon March", limit=1, now=NOW)
     assert [h.id for h in statement] == ["omi/m1"]
+    # a yes or no comes after the question it answered: "it" is the review, not anything else
+    moved = await memory.lookup("big meeting room fourth floor", limit=1, now=NOW)
+    assert [h.id for h in moved] == ["standup/d1", "standup/d2"]
 
 
 def test_replies_take_the_place_of_lower_hits():
@@ -133,6 +140,21 @@ def test_replies_take_the_place_of_lower_hits():
     assert with_replies([q, a, b], {"s/q": a}, 3) == [q, a, b]  # a reply that is a hit shows once
     assert with_replies([b, q, c, a], {"s/q": a}, 3) == [b, q, a]
     assert with_replies([b, c], {}, 3) == [b, c]
+    yes = hit("y", "Yes, it moved.")
+    assert with_replies([b, yes, c], {}, 3, {"s/y": q}) == [b, q, yes]  # in the place of the lowest
+    assert with_replies([q, yes, c], {"s/q": yes}, 3, {"s/y": q}) == [q, yes, c]  # each shown once
+
+
+def test_a_yes_or_no_is_a_turn_that_answers():
+    from memory.retrieval.context import is_yes_or_no
+
+    def turn(text: str) -> MemoryHit:
+        return MemoryHit("segment", "s/1", text, "Me", NOW, "s")
+
+    assert is_yes_or_no(turn("Yes, but it moved to Thursday at ten."))
+    assert is_yes_or_no(turn("no, not this week"))
+    assert not is_yes_or_no(turn("Nobody came to the party."))
+    assert not is_yes_or_no(turn("Yesterday we went hiking."))
 
 
 def test_a_question_is_a_turn_that_asks():
