@@ -16,7 +16,7 @@ for a clause right after (the LLM may still be writing extraction's reply meanwh
 The moments are drawn over the chunk's whole time (measured alone first, for each server):
 the same fractions of it for both servers, so a turn lands while the chunk's prompt is read
 as often as while its reply is written.
-``python -m benchmarks.busy_turn [--tries 6]``; JSON in ``benchmarks/results/busy_turn.json``.
+``python -m benchmarks.busy_turn [--tries 8]``; JSON in ``benchmarks/results/busy_turn.json``.
 """
 
 from __future__ import annotations
@@ -94,49 +94,55 @@ async def speak(kokoro, text: str) -> float:
 
 async def one_server(batch: int, gate_stops: bool, moments: list[float], system: str,
                      chunks: list[list[Line]], kokoro) -> dict:
-    """``moments`` are fractions of the chunk's own time (measured first, alone)."""
+    """The tries on a managed server reading prompts ``batch`` tokens a step (0: its default)."""
     from models.llm_runtime import start_llm
 
     settings = ModelSettings(llm_base_url=None, ollama_host=None, allow_download=False, llm_batch=batch)
-    runtime = await start_llm(settings, Path(tempfile.mkdtemp(prefix="annie-busy-")))
-    llm = runtime.client
-    try:
-        await reply_start(llm, system, "Hello.")  # the system prompt in the server's cache, as after the warm-up
-        started = time.perf_counter()
-        await extract_lines(llm, chunks[0])
-        chunk_s = time.perf_counter() - started
-        print(f"[batch {batch or 'default'}] an extraction chunk alone: {chunk_s:.1f} s", flush=True)
-        idle: list[tuple[float, float, float]] = []
-        busy: list[tuple[float, float, float]] = []
-        for i, fraction in enumerate(moments):
-            asked, question = QUESTIONS[2 * i % len(QUESTIONS)], QUESTIONS[(2 * i + 1) % len(QUESTIONS)]
-            idle.append((*await reply_start(llm, system, asked), await speak(kokoro, CLAUSES[i % len(CLAUSES)])))
-            gate = PriorityGate()
-            extraction = asyncio.create_task(extract_lines(llm, chunks[i + 1], gate=gate if gate_stops else None))
-            await asyncio.sleep(fraction * chunk_s)
-            async with gate.live_turn():  # a voice session holds it from its start to its end
-                await asyncio.sleep(SPEAKING_S)
-                busy.append((*await reply_start(llm, system, question), await speak(kokoro, CLAUSES[i % len(CLAUSES)])))
-            print(f"[batch {batch or 'default'}, stop {gate_stops}] {fraction * chunk_s:.1f} s into extraction: "
-                  f"{question!r} first token / clause / its audio {' / '.join(f'{x:.2f}' for x in busy[-1])} s "
-                  f"(idle {' / '.join(f'{x:.2f}' for x in idle[-1])} s)", flush=True)
-            extraction.cancel()
-            await asyncio.gather(extraction, return_exceptions=True)
-            await asyncio.sleep(1.0)  # a cancelled request leaves the server within a step
-        return {"llm_batch": batch or "server default (2048)", "extraction_stops_for_turn": gate_stops,
-                "chunk_alone_s": round(chunk_s, 2),
-                **{f"{name}_ms": percentiles([t[k] * 1000 for t in busy]) for k, name in enumerate(PARTS)},
-                "voice_start_ms": percentiles([(t[1] + t[2]) * 1000 for t in busy]),
-                "idle": {**{f"{name}_ms": percentiles([t[k] * 1000 for t in idle]) for k, name in enumerate(PARTS)},
-                         "voice_start_ms": percentiles([(t[1] + t[2]) * 1000 for t in idle])},
-                "per_try_s": [[round(x, 3) for x in t] for t in busy]}
-    finally:
-        await runtime.close()
+    with tempfile.TemporaryDirectory(prefix="annie-busy-") as run_dir:
+        runtime = await start_llm(settings, Path(run_dir))
+        try:
+            return await tries(runtime.client, batch, gate_stops, moments, system, chunks, kokoro)
+        finally:
+            await runtime.close()
+
+
+async def tries(llm: LLMClient, batch: int, gate_stops: bool, moments: list[float], system: str,
+                chunks: list[list[Line]], kokoro) -> dict:
+    """``moments`` are fractions of the chunk's own time (measured first, alone)."""
+    await reply_start(llm, system, "Hello.")  # the system prompt in the server's cache, as after the warm-up
+    started = time.perf_counter()
+    await extract_lines(llm, chunks[0])
+    chunk_s = time.perf_counter() - started
+    print(f"[batch {batch or 'default'}] an extraction chunk alone: {chunk_s:.1f} s", flush=True)
+    idle: list[tuple[float, float, float]] = []
+    busy: list[tuple[float, float, float]] = []
+    for i, fraction in enumerate(moments):
+        asked, question = QUESTIONS[2 * i % len(QUESTIONS)], QUESTIONS[(2 * i + 1) % len(QUESTIONS)]
+        idle.append((*await reply_start(llm, system, asked), await speak(kokoro, CLAUSES[i % len(CLAUSES)])))
+        gate = PriorityGate()
+        extraction = asyncio.create_task(extract_lines(llm, chunks[i + 1], gate=gate if gate_stops else None))
+        await asyncio.sleep(fraction * chunk_s)
+        async with gate.live_turn():  # a voice session holds it from its start to its end
+            await asyncio.sleep(SPEAKING_S)
+            busy.append((*await reply_start(llm, system, question), await speak(kokoro, CLAUSES[i % len(CLAUSES)])))
+        print(f"[batch {batch or 'default'}, stop {gate_stops}] {fraction * chunk_s:.1f} s into extraction: "
+              f"{question!r} first token / clause / its audio {' / '.join(f'{x:.2f}' for x in busy[-1])} s "
+              f"(idle {' / '.join(f'{x:.2f}' for x in idle[-1])} s)", flush=True)
+        extraction.cancel()
+        await asyncio.gather(extraction, return_exceptions=True)
+        await asyncio.sleep(1.0)  # a cancelled request leaves the server within a step
+    return {"llm_batch": batch or "server default (2048)", "extraction_stops_for_turn": gate_stops,
+            "chunk_alone_s": round(chunk_s, 2),
+            **{f"{name}_ms": percentiles([t[k] * 1000 for t in busy]) for k, name in enumerate(PARTS)},
+            "voice_start_ms": percentiles([(t[1] + t[2]) * 1000 for t in busy]),
+            "idle": {**{f"{name}_ms": percentiles([t[k] * 1000 for t in idle]) for k, name in enumerate(PARTS)},
+                     "voice_start_ms": percentiles([(t[1] + t[2]) * 1000 for t in idle])},
+            "per_try_s": [[round(x, 3) for x in t] for t in busy]}
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tries", type=int, default=6)
+    parser.add_argument("--tries", type=int, default=8)
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     rng = random.Random(args.seed)

@@ -1,11 +1,11 @@
-"""The background worker: runs queued jobs, yielding to live voice turns.
+"""The background worker: runs queued jobs, yielding to live voice and chat turns.
 
 Live conversation comes first: while any voice or chat turn holds the
 :class:`PriorityGate`, the worker takes no new job; a job already running finishes, but
-its LLM calls stop and start again after the turn (:meth:`PriorityGate.yielding`). Every failure is
-recorded on the job (retry with backoff, then dead); the worker itself never stops
-because a job failed. Stopping the worker cancels the running job, which is released
-to the queue (its attempt is not counted), so shutdown never buries a job.
+its LLM calls stop and start again after the turn (:meth:`PriorityGate.yielding`).
+Every failure is recorded on the job (retry with backoff, then dead); the worker itself
+never stops because a job failed. Stopping the worker cancels the running job, which is
+released to the queue (its attempt is not counted), so shutdown never buries a job.
 """
 
 from __future__ import annotations
