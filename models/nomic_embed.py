@@ -163,9 +163,9 @@ class NomicEmbedder:
     async def start(cls, settings: ModelSettings, run_dir: Path) -> NomicEmbedder:
         server = LlamaServer(LlamaServerConfig(
             binary=llama_server_binary(settings), model=resolve_nomic(settings), run_dir=run_dir,
-            ctx_size=8192, parallel=8, threads=settings.llm_threads, nice=llm_niceness(settings),
-            extra_args=["--embedding", "--pooling", "mean", "--embd-normalize", "2",
-                        "--batch-size", "2048", "--ubatch-size", "2048"],
+            # batch: an input is embedded in one step, so a step holds the longest one.
+            ctx_size=8192, parallel=8, threads=settings.llm_threads, nice=llm_niceness(settings), batch=2048,
+            extra_args=["--embedding", "--pooling", "mean", "--embd-normalize", "2"],
         ))
         await server.start()
         log.info("embeddings: %s served by llama-server at %s", NOMIC_NAME, server.base_url)

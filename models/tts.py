@@ -181,7 +181,7 @@ def matmul_model(model_path: Path, voices_path: Path, models_dir: Path, *, cpu_h
         return None
     stat = model_path.stat()
     target = models_dir / "tts" / f"{model_path.stem}{tts_matmul.MARK}{stat.st_size}-{stat.st_mtime_ns}.onnx"
-    rejected = target.with_name(target.name + ".rejected")
+    rejected = target.with_name(target.name + tts_matmul.REJECTED)
     if target.is_file():
         return target
     if rejected.is_file():

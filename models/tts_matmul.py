@@ -32,6 +32,7 @@ import numpy as np
 
 VNNI_FLAGS = ("avx512_vnni", "avx_vnni")
 MARK = "-matmul-"  # in the name of a converted model file
+REJECTED = ".rejected"  # added to a converted model's name when its audio was not the same
 
 
 def converted(path: Path) -> bool:
@@ -41,8 +42,8 @@ def converted(path: Path) -> bool:
 
 def rejected_in(models_dir: Path) -> bool:
     """Whether a model converted in ``models_dir`` was refused for not saying the same as
-    the original (:mod:`models.tts` leaves a ``.rejected`` file beside where it would be)."""
-    return any((models_dir / "tts").glob(f"*{MARK}*.rejected"))
+    the original (:mod:`models.tts` leaves a :data:`REJECTED` file beside where it would be)."""
+    return any((models_dir / "tts").glob(f"*{MARK}*{REJECTED}"))
 
 
 def vnni(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:

@@ -112,7 +112,7 @@ def test_the_niceness_follows_the_voice_unless_set(tmp_path):
     assert llm_niceness(ModelSettings(cache_dir=tmp_path)) == fast
     # A converted Kokoro that was refused leaves the shipped, slower one: the server steps back.
     (tmp_path / "models" / "tts").mkdir(parents=True)
-    (tmp_path / "models" / "tts" / f"kokoro-v1.0.int8{tts_matmul.MARK}1-2.onnx.rejected").write_text("not the same\n")
+    (tmp_path / "models" / "tts" / f"kokoro-v1.0.int8{tts_matmul.MARK}1-2.onnx{tts_matmul.REJECTED}").write_text("not the same\n")
     assert llm_niceness(ModelSettings(cache_dir=tmp_path)) == 10
     assert llm_niceness(ModelSettings(tts_matmul=False)) == 10
     assert llm_niceness(ModelSettings(llm_nice=5)) == 5
