@@ -138,13 +138,15 @@ async def planted_memory(data_dir: Path, model_settings: ModelSettings) -> Async
 
 
 class Mic(MediaStreamTrack):
-    """A microphone that sends silence until told to say something (48 kHz mono)."""
+    """A microphone that sends silence until told to say something (48 kHz mono), and
+    what it is told to hear of the room besides (:meth:`echo`)."""
 
     kind = "audio"
 
     def __init__(self) -> None:
         super().__init__()
         self._queue = np.zeros(0, np.int16)
+        self._room = np.zeros(0, np.int16)
         self._sent = 0
         self._start: float | None = None
         self.speech_start: float | None = None
@@ -154,6 +156,10 @@ class Mic(MediaStreamTrack):
         self._queue = np.concatenate([self._queue, pcm])
         self.speech_start = None
         self.speech_end = None
+
+    def echo(self, pcm: np.ndarray) -> None:
+        """Mix ``pcm`` into what the microphone sends next, from now on (not speech of its own)."""
+        self._room = np.concatenate([self._room, pcm.astype(np.int16)])
 
     async def recv(self) -> av.AudioFrame:
         if self._start is None:
@@ -171,6 +177,10 @@ class Mic(MediaStreamTrack):
             self._queue = self._queue[n:]
             if not len(self._queue):
                 self.speech_end = time.monotonic()
+        if len(self._room):
+            n = min(FRAME, len(self._room))
+            chunk[:n] = np.clip(chunk[:n].astype(np.int32) + self._room[:n], -32768, 32767)
+            self._room = self._room[n:]
         frame = av.AudioFrame.from_ndarray(chunk.reshape(1, -1), format="s16", layout="mono")
         frame.sample_rate = RATE
         frame.pts = self._sent

@@ -63,6 +63,7 @@ from models.turn import resolve_turn
 from models.vad import resolve_vad
 from voice.agent import FIXED_PHRASES, Agent, ContextMessage, TextDelta, ToolStart, ToolUse, TurnDone, last_user_text
 from voice.clause_aggregator import FirstClauseAggregator
+from voice.double_talk import DoubleTalk, FarEnd
 from voice.early_stt import EarlyDecoding
 from voice.intent_rules import asks_to_stop
 from voice.recorder import ConversationRecorder
@@ -350,6 +351,7 @@ class VoicePipeline:
     llm: AgentLLMProcessor
     stt: WhisperSTTService
     tts: TTSService
+    echo_gate: DoubleTalk | None = None
 
 
 def build_pipeline(
@@ -361,9 +363,13 @@ def build_pipeline(
     voice: str,
     settings: VoiceSettings,
     recorder: ConversationRecorder | None,
+    far_end: FarEnd | None = None,
 ) -> VoicePipeline:
-    """The processors of one voice session; ``transport`` None builds the middle only (tests)."""
-    vad = SessionVAD(start_secs=settings.vad_start_secs, volume_smoothing=settings.vad_volume_smoothing)
+    """The processors of one voice session; ``transport`` None builds the middle only (tests).
+    ``far_end``, fed by the transport with what Annie sends, keeps her echo from the VAD."""
+    double_talk = DoubleTalk(far_end, margin_db=settings.vad_echo_margin_db) if far_end is not None else None
+    vad = SessionVAD(start_secs=settings.vad_start_secs, volume_smoothing=settings.vad_volume_smoothing,
+                     double_talk=double_talk)
     stt = SharedWhisperSTTService(models=models, beam_size=settings.stt_beam_size, vad=vad,
                                   early_after_frames=round(settings.early_stt_after_s / SILERO_FRAME_S))
     context = LLMContext(messages=[{"role": "system", "content": system_prompt}])
@@ -385,4 +391,4 @@ def build_pipeline(
     if transport is not None:
         processors = [transport.input(), *processors, transport.output()]
     processors += [SpokenToPage(), assistant_agg]
-    return VoicePipeline(Pipeline(processors), context, llm, stt, tts)
+    return VoicePipeline(Pipeline(processors), context, llm, stt, tts, double_talk)

@@ -23,7 +23,6 @@ from pipecat.transports.smallwebrtc.request_handler import (
     SmallWebRTCRequest,
     SmallWebRTCRequestHandler,
 )
-from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
 from pipecat.workers.runner import WorkerRunner
 
 from memory.disclosure import disclosure_for
@@ -33,6 +32,8 @@ from models.llm_client import LLMClient
 from models.settings import ModelSettings
 from voice.agent import Agent
 from voice.chat import ChatSessions, new_session_id
+from voice.double_talk import FarEnd
+from voice.echo_reference import EchoReferenceTransport
 from voice.intent import IntentRouter
 from voice.logs import set_pipecat_log_level
 from voice.memory_port import MemoryPort
@@ -236,20 +237,23 @@ class VoiceService:
     async def _run_live(self, session: VoiceSession, connection: SmallWebRTCConnection) -> None:
         assert self.models is not None
         agent: Agent | None = None
+        echo_gate = None
         try:
             _, agent = self.agent(session.backend)
             system_prompt = agent.system_prompt(await self.primer.session_briefing())
             recorder = ConversationRecorder(self.settings.transcripts_dir, session.id, Device.VOICE,
                                             stt_engine="faster-whisper tiny.en")
-            transport = SmallWebRTCTransport(
+            transport = EchoReferenceTransport(
+                far_end=FarEnd(),
                 webrtc_connection=connection,
                 params=TransportParams(audio_in_enabled=True, audio_out_enabled=True),
             )
             voice_pipeline = build_pipeline(
                 transport=transport, models=self.models, agent=agent,
                 system_prompt=system_prompt, voice=session.voice,
-                settings=self.settings, recorder=recorder,
+                settings=self.settings, recorder=recorder, far_end=transport.far_end,
             )
+            echo_gate = voice_pipeline.echo_gate
             worker = PipelineWorker(
                 voice_pipeline.pipeline,
                 params=PipelineParams(enable_metrics=True),
@@ -288,7 +292,9 @@ class VoiceService:
                 await connection.disconnect()
             except Exception:  # noqa: BLE001 - already closed
                 pass
-            log.info("voice session %s ended", session.id)
+            held = f"; the echo gate kept {echo_gate.held_back} frames of her own voice from the VAD" \
+                if echo_gate is not None and echo_gate.held_back else ""
+            log.info("voice session %s ended%s", session.id, held)
 
     def status(self) -> dict[str, Any]:
         self._expire_pending()

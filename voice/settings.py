@@ -72,10 +72,15 @@ class VoiceSettings(BaseSettings):
     # Confident speech needed before the VAD says the user started speaking, which also
     # stops a reply in progress (barge-in). pipecat's default is 0.2 s (see voice.vad).
     vad_start_secs: float = Field(default=0.1, ge=0.032, le=1.0)
-    # How fast the VAD's loudness gate follows the voice, per 32 ms frame (pipecat: 0.2).
-    # 0.5 hears a barge-in about 0.08 s sooner, and lets the bot's own voice through
-    # where the browser's echo cancellation leaves it only 30 dB down: for headphones.
-    vad_volume_smoothing: float = Field(default=0.2, gt=0.0, le=1.0)
+    # How fast the VAD's loudness gate follows the voice, per 32 ms frame (pipecat: 0.2,
+    # about 0.08 s slower to hear a barge-in). Annie's own voice in the microphone is kept
+    # out by the echo gate below, not by a slow loudness gate (see voice.double_talk).
+    vad_volume_smoothing: float = Field(default=0.5, gt=0.0, le=1.0)
+    # The echo gate: while Annie is audible, the microphone must be louder than her
+    # loudest recent stretch less this many dB to count as the user speaking. Echo
+    # cancellation leaves her voice about 30 dB down; a user much quieter than her voice
+    # (by more than this) is heard later. 80 turns the gate off.
+    vad_echo_margin_db: float = Field(default=20.0, ge=0.0, le=80.0)
     # The most words in the first chunk of a reply when no comma comes sooner: Kokoro
     # starts speaking once it has made this chunk. 4 starts about 0.3 s sooner than 6 and
     # sometimes cuts a phrase in two ("Tom said the camping" / "trip is off").

@@ -8,9 +8,10 @@ gate (``min_volume``), which pipecat measures over a 400 ms window and smooths f
 32 ms frame to the next with a factor of 0.2. Measured on 32 clips (real speech and
 "Stop."-like words) after silence, speech onset to "speaking": p50 0.35 s with pipecat's
 0.2 s start, 0.25 s with 0.1 s (the default here), 0.16 s with 0.1 s and a smoothing of
-0.5. The bot's own voice leaking into the microphone 30 dB down started "speaking" in
-none of three replies with a 0.2 smoothing and 5 times with 0.5, so the faster gate is a
-setting for headphones, not the default.
+0.5 (the default here). Pipecat's slow smoothing also kept out some of the bot's own
+voice leaking into the microphone; the echo gate (``voice.double_talk``) keeps it all
+out instead, and a frame it holds back scores as no speech
+(``benchmarks.barge_in_echo``).
 
 :class:`Pause` is the run of frames since the last confident speech frame: the early
 transcriber (``voice.early_stt``) starts Whisper a few frames into a pause and keeps the
@@ -24,6 +25,8 @@ from dataclasses import dataclass, field
 
 from pipecat.audio.vad.silero import SileroVADAnalyzer
 from pipecat.audio.vad.vad_analyzer import VADParams
+
+from voice.double_talk import DoubleTalk
 
 # One Silero frame: 512 samples at 16 kHz.
 SILERO_FRAME_S = 0.032
@@ -59,8 +62,10 @@ class Pause:
 class SessionVAD(SileroVADAnalyzer):
     """Silero VAD with a settable loudness smoothing and a view of the current pause."""
 
-    def __init__(self, *, start_secs: float, volume_smoothing: float, **kwargs) -> None:
+    def __init__(self, *, start_secs: float, volume_smoothing: float, double_talk: DoubleTalk | None = None,
+                 **kwargs) -> None:
         super().__init__(params=VADParams(start_secs=start_secs), **kwargs)
+        self._double_talk = double_talk
         if not 0.0 < volume_smoothing <= 1.0:
             raise ValueError(f"volume_smoothing must be in (0, 1], not {volume_smoothing}")
         if not hasattr(self, "_smoothing_factor"):
@@ -74,6 +79,9 @@ class SessionVAD(SileroVADAnalyzer):
         """Silero's score for one frame; also extends or ends the current pause."""
         confidence = super().voice_confidence(buffer)
         score = float(getattr(confidence, "item", lambda: confidence)())
+        if self._double_talk is not None and not self._double_talk.heard(buffer) and score >= self.params.confidence:
+            self._double_talk.held_back += 1  # no louder than Annie's own voice coming back
+            confidence = score = 0.0
         with self._lock:
             if score >= self.params.confidence:
                 if self._pause.frames:

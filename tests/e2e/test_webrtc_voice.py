@@ -146,3 +146,73 @@ async def test_barge_in_stops_her_and_the_page_keeps_only_what_was_spoken(voice_
     assert shown and generated.startswith(shown.split(".")[0]), (shown, generated)
     assert len(shown) < len(generated), (shown, generated)
     assert not any("stop" in r.lower() and "sorry" in r.lower() for r in replies)
+
+
+async def _echo(track, mic, down_db: float) -> None:
+    """What the room sends back: the bot's audio, ``down_db`` under it, into the microphone."""
+    from benchmarks.voice_latency import RATE
+
+    gain = 10 ** (-down_db / 20)
+    while True:
+        try:
+            frame = await track.recv()
+        except Exception:  # noqa: BLE001 - the track ended
+            return
+        assert frame.sample_rate == RATE, frame.sample_rate
+        pcm = frame.to_ndarray().astype(np.float32).reshape(-1, len(frame.layout.channels)).mean(axis=1)
+        mic.echo(pcm * gain)
+
+
+async def test_her_own_voice_in_the_microphone_does_not_interrupt_her(voice_server, voice_models):
+    """The microphone hears her 25 dB down, about what a browser's echo cancellation leaves:
+    she is not cut off by it and it is not taken for the user (voice.double_talk)."""
+    from benchmarks.voice_latency import Mic, kokoro_pcm
+
+    loopback_ice()
+    mic = Mic()
+    pc = RTCPeerConnection()
+    pc.addTrack(mic)
+    messages: list[dict] = []
+    channel = pc.createDataChannel("annie")
+    channel.on("message", lambda m: messages.append(json.loads(m)))
+    pc.on("track", lambda track: asyncio.ensure_future(_echo(track, mic, down_db=25)))
+
+    async def wait_for(check, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not check():
+            assert time.monotonic() < deadline, f"timed out; page messages: {messages}"
+            await asyncio.sleep(0.1)
+
+    def states(since: int = 0) -> list[str]:
+        return [m["state"] for m in messages[since:] if m.get("type") == "state"]
+
+    async with httpx.AsyncClient(base_url=voice_server.url, headers=voice_server.headers, timeout=30) as client:
+        session = (await client.post("/start", json={})).json()
+        await pc.setLocalDescription(await pc.createOffer())
+        answer = (await client.post(session["offer_url"], json={"sdp": pc.localDescription.sdp, "type": "offer"})).json()
+        await pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type=answer["type"]))
+        await wait_for(lambda: "speaking" in states() and states()[-1] == "listening", 120)
+        mic.say(kokoro_pcm(voice_models.kokoro, "Tell me a long story about a dragon who learns to bake bread.")[0])
+        asked = len(messages)
+        await wait_for(lambda: "speaking" in states(asked), 300)
+        # The story is over when she has been listening for 4 s with nothing new on the page
+        # (a turn the echo started would show by then).
+        quiet_since, seen = time.monotonic(), len(messages)
+
+        def over() -> bool:
+            nonlocal quiet_since, seen
+            if len(messages) != seen:
+                quiet_since, seen = time.monotonic(), len(messages)
+            return states(asked)[-1] == "listening" and time.monotonic() - quiet_since > 4
+
+        await wait_for(over, 300)
+        await pc.close()
+
+    users = [m["text"] for m in messages[asked:] if m.get("type") == "transcript" and m["role"] == "user" and m["text"]]
+    assert len(users) == 1 and "dragon" in users[0].lower(), users
+    path = voice_server.service.settings.transcripts_dir / f"{session['session_id']}.jsonl"
+    segments = [seg for line in path.read_text().splitlines() for seg in json.loads(line)["segments"]]
+    asked_at = next(i for i, seg in enumerate(segments) if seg["speaker"] == "user" and "dragon" in seg["text"].lower())
+    story = segments[asked_at + 1]
+    assert story["speaker"] == "annie" and story["text"] and not story["text"].endswith("[interrupted]"), story
+    assert all(seg["speaker"] == "annie" for seg in segments[asked_at + 1:]), segments[asked_at:]

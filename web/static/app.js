@@ -108,7 +108,7 @@ async function startTalking() {
   setStatus("Asking for the microphone…", "busy");
   let mic;
   try {
-    mic = await navigator.mediaDevices.getUserMedia({ audio: { echoCancellation: true, noiseSuppression: true } });
+    mic = await navigator.mediaDevices.getUserMedia({ audio: { echoCancellation: true, noiseSuppression: true, autoGainControl: true } });
   } catch (err) {
     setStatus("The microphone is blocked. Allow it for this page, or type below.", "bad");
     talkButton.disabled = false;

@@ -1,0 +1,39 @@
+"""The WebRTC transport that tells the echo gate what Annie is sending, as she sends it.
+
+Pipecat's output transport hands audio to the peer's track in 40 ms chunks and waits for
+each to be taken, so the moment a chunk's write returns is the moment it leaves, not the
+moment the voice made it (Kokoro makes a sentence faster than it is spoken).
+"""
+
+from __future__ import annotations
+
+from pipecat.frames.frames import OutputAudioRawFrame
+from pipecat.transports.smallwebrtc.transport import SmallWebRTCOutputTransport, SmallWebRTCTransport
+
+from voice.double_talk import FarEnd
+
+
+class _EchoReferenceOutput(SmallWebRTCOutputTransport):
+    def __init__(self, *args, far_end: FarEnd, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._far_end = far_end
+
+    async def write_audio_frame(self, frame: OutputAudioRawFrame) -> bool:
+        sent = await super().write_audio_frame(frame)
+        if sent:
+            self._far_end.played(frame.audio)
+        return sent
+
+
+class EchoReferenceTransport(SmallWebRTCTransport):
+    """A SmallWebRTC transport whose output feeds ``far_end``."""
+
+    def __init__(self, *, far_end: FarEnd, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.far_end = far_end
+
+    def output(self) -> SmallWebRTCOutputTransport:
+        if not self._output:
+            self._output = _EchoReferenceOutput(self._client, self._params, far_end=self.far_end,
+                                                name=self._output_name)
+        return self._output
