@@ -6,8 +6,9 @@ turns just before and after each strong hit are brought in (or lifted) with a sh
 its score. One indexed query for all of them; no model runs.
 
 What the ``search_memory`` tool shows goes one step further: a short question among its
-hits is followed by the turn that answered it, and a yes or no among them comes after the
-question it answered (:func:`replies_to_questions`).
+hits is followed by the turn that answered it, a yes or no among them comes after the
+question it answered, and a best hit that says "she" before any name comes after the turn
+that names her (:func:`replies_to_questions`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ _NEIGHBOURS = """
     ) n"""
 
 
+def _turn(session_id: str, row: asyncpg.Record) -> MemoryHit:
+    """A transcript turn read by one of the queries here, as a hit of no score."""
+    return MemoryHit(kind="segment", id=f"{session_id}/{row['segment_id']}", text=row["text"],
+                     speaker=row["speaker"], timestamp=row["ts"], session_id=session_id)
+
+
 async def add_neighbours(pool: asyncpg.Pool, hits: list[MemoryHit], filters: SearchFilters,
                          config: ContextConfig) -> list[MemoryHit]:
     """The turns around the top hits get ``neighbours`` times the hit's score (added to
@@ -53,8 +60,7 @@ async def add_neighbours(pool: asyncpg.Pool, hits: list[MemoryHit], filters: Sea
         share = config.neighbours * base[f"{r['session_id']}/{r['hit_id']}"]
         key = f"{r['session_id']}/{r['segment_id']}"
         if (kept := by_id.get(key)) is None:
-            kept = by_id[key] = MemoryHit(kind="segment", id=key, text=r["text"], speaker=r["speaker"],
-                                          timestamp=r["ts"], session_id=r["session_id"], score=0.0)
+            kept = by_id[key] = _turn(r["session_id"], r)
         kept.score += share
     return sorted(by_id.values(), key=lambda h: (-h.score, h.id))
 
@@ -108,31 +114,77 @@ _ASKED = """
     WHERE p.speaker IS DISTINCT FROM h.speaker AND rtrim(p.text) LIKE '%?'"""
 
 
-def with_replies(hits: list[MemoryHit], replies: dict[str, MemoryHit], limit: int,
-                 asked: dict[str, MemoryHit] | None = None) -> list[MemoryHit]:
-    """``hits`` in their order, each question followed by its reply (``replies`` by the
-    question's id) and each yes or no preceded by its question (``asked`` by the answer's
-    id), cut to ``limit``; a hit left last keeps its question or reply past the cut. A
-    turn that is also a hit is shown once, next to the turn it goes with."""
+def grouped_replies(hits: list[MemoryHit], replies: dict[str, MemoryHit], limit: int,
+                    asked: dict[str, MemoryHit] | None = None) -> list[list[MemoryHit]]:
+    """``hits`` in their order, each in a group with its reply after it when it is a question
+    (``replies`` by the question's id) and its question before it when it is a yes or no
+    (``asked`` by the answer's id); groups until ``limit`` turns are shown, so the last
+    keeps its question or reply past the cut. A turn that is also a hit is shown once,
+    next to the turn it goes with."""
     asked = asked or {}
-    shown: list[MemoryHit] = []
+    groups: list[list[MemoryHit]] = []
     seen: set[str] = set()
+    shown = 0
     for hit in hits:
         if hit.id in seen:
             continue
-        if len(shown) >= limit:
+        if shown >= limit:
             break
-        question = asked.get(hit.id)
+        group = [hit]
+        question, reply = asked.get(hit.id), replies.get(hit.id)
         if question is not None and question.id not in seen:
-            shown.append(question)
-            seen.add(question.id)
-        shown.append(hit)
-        seen.add(hit.id)
-        reply = replies.get(hit.id)
+            group.insert(0, question)
         if reply is not None and reply.id not in seen:
-            shown.append(reply)
-            seen.add(reply.id)
-    return shown
+            group.append(reply)
+        seen.update(h.id for h in group)
+        groups.append(group)
+        shown += len(group)
+    return groups
+
+
+def with_replies(hits: list[MemoryHit], replies: dict[str, MemoryHit], limit: int,
+                 asked: dict[str, MemoryHit] | None = None) -> list[MemoryHit]:
+    """:func:`grouped_replies`, one turn after another."""
+    return [h for group in grouped_replies(hits, replies, limit, asked) for h in group]
+
+
+# "she", "him": someone the turn does not name ("they" is as often a thing as people). A
+# capitalised word inside a sentence ("My sister Maya", "a guy called Tiago") is taken
+# for a name.
+_PRONOUN = re.compile(r"\b(?:she|he|her|hers|him|his)\b", re.IGNORECASE)
+_NAME = re.compile(r"(?<=[a-z,;:] )[A-Z][a-z]+")
+# How far back in its conversation the turn naming the person is looked for.
+REFERENT_TURNS = 3
+
+
+def names_nobody_first(group: list[MemoryHit]) -> bool:
+    """Whether the group's turns, read in order, speak of "she" or "him" before naming anyone."""
+    for hit in group:
+        pronoun = _PRONOUN.search(hit.text)
+        name = _NAME.search(hit.text)
+        if pronoun is not None and (name is None or pronoun.start() < name.start()):
+            return True
+        if name is not None:
+            return False
+    return False
+
+
+_EARLIER = """
+    SELECT s.segment_id, s.speaker, s.text, s.ts FROM segments s
+    JOIN segments h ON h.session_id = s.session_id AND h.segment_id = $2
+    WHERE s.session_id = $1 AND s.start_s < h.start_s AND s.user_id = $3
+    ORDER BY s.start_s DESC LIMIT $4"""
+
+
+async def referent(pool: asyncpg.Pool, first: MemoryHit, user_id: str) -> MemoryHit | None:
+    """The nearest of the ``REFERENT_TURNS`` turns before ``first`` that names someone."""
+    if first.kind != "segment" or not first.session_id:
+        return None
+    rows = await pool.fetch(_EARLIER, first.session_id, first.id.split("/", 1)[1], user_id, REFERENT_TURNS)
+    row = next((r for r in rows if _NAME.search(r["text"])), None)
+    if row is None:
+        return None
+    return _turn(first.session_id, row)
 
 
 async def replies_to_questions(pool: asyncpg.Pool, hits: list[MemoryHit], user_id: str,
@@ -142,19 +194,29 @@ async def replies_to_questions(pool: asyncpg.Pool, hits: list[MemoryHit], user_i
 
     A question alone holds no fact ("Oh nice, is she still working as an architect?") and
     its answer alone holds little ("Yes, and she is getting married in June"): memory
-    found one, so the other is shown with it. One indexed query each; no model runs.
+    found one, so the other is shown with it. When the best of them then speaks of "she"
+    before naming anyone, the turn before it that names someone ("My sister Maya lives
+    in Lisbon now") comes first. One indexed query each; no model runs.
     """
     questions = [h for h in hits[:limit] if is_question(h)]
     answers = [h for h in hits[:limit] if is_yes_or_no(h)]
-    if not questions and not answers:
-        return hits[:limit]
     by_id = {h.id: h for h in hits}
     found: list[dict[str, MemoryHit]] = []
     for query, turns in ((_REPLIES, questions), (_ASKED, answers)):
         rows = await pool.fetch(query, [h.session_id for h in turns], [h.id.split("/", 1)[1] for h in turns],
                                 user_id) if turns else []
         found.append({f"{r['session_id']}/{r['hit_id']}": by_id.get(f"{r['session_id']}/{r['segment_id']}")
-                      or MemoryHit(kind="segment", id=f"{r['session_id']}/{r['segment_id']}", text=r["text"],
-                                   speaker=r["speaker"], timestamp=r["ts"], session_id=r["session_id"])
-                      for r in rows})
-    return with_replies(hits, found[0], limit, found[1])
+                      or _turn(r["session_id"], r) for r in rows})
+    groups = grouped_replies(hits, found[0], limit, found[1])
+    return await _with_referent(pool, groups, user_id)
+
+
+async def _with_referent(pool: asyncpg.Pool, groups: list[list[MemoryHit]], user_id: str) -> list[MemoryHit]:
+    """The best group, when it speaks of "she" before naming anyone, preceded by the turn
+    before it that names someone, past the limit (a lower hit may hold the answer)."""
+    if groups and names_nobody_first(groups[0]):
+        shown = {h.id for group in groups for h in group}
+        named = await referent(pool, groups[0][0], user_id)
+        if named is not None and named.id not in shown:
+            groups[0].insert(0, named)
+    return [h for group in groups for h in group]

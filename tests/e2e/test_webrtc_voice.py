@@ -91,34 +91,50 @@ async def test_spoken_question_is_answered_from_memory(voice_server, voice_model
     assert any("sister" in seg["text"].lower() for line in lines for seg in line["segments"] if seg["speaker"] == "user")
 
 
-async def test_barge_in_stops_her_and_the_page_keeps_only_what_was_spoken(voice_server, voice_models, tmp_path):
-    from benchmarks.voice_latency import Mic, kokoro_pcm
+class _Peer:
+    """A real aiortc peer with a microphone it makes speak (benchmarks.voice_latency.Mic)
+    and the page's messages from the data channel."""
 
-    loopback_ice()
-    mic = Mic()
-    pc = RTCPeerConnection()
-    pc.addTrack(mic)
-    messages: list[dict] = []
-    channel = pc.createDataChannel("annie")
-    channel.on("message", lambda m: messages.append(json.loads(m)))
-    pc.on("track", lambda track: asyncio.ensure_future(_record(track, [])))
+    def __init__(self, on_track) -> None:
+        from benchmarks.voice_latency import Mic
 
-    async def wait_for(check, timeout: float) -> None:
+        loopback_ice()
+        self.mic = Mic()
+        self.pc = RTCPeerConnection()
+        self.pc.addTrack(self.mic)
+        self.messages: list[dict] = []
+        channel = self.pc.createDataChannel("annie")
+        channel.on("message", lambda m: self.messages.append(json.loads(m)))
+        self.pc.on("track", lambda track: asyncio.ensure_future(on_track(track)))
+
+    async def connect(self, client: httpx.AsyncClient) -> dict:
+        """Start a session, connect, and wait for the greeting to end; the session."""
+        session = (await client.post("/start", json={})).json()
+        await self.pc.setLocalDescription(await self.pc.createOffer())
+        answer = (await client.post(session["offer_url"],
+                                    json={"sdp": self.pc.localDescription.sdp, "type": "offer"})).json()
+        await self.pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type=answer["type"]))
+        await self.wait_for(lambda: "speaking" in self.states() and self.states()[-1] == "listening", 120)
+        return session
+
+    async def wait_for(self, check, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while not check():
-            assert time.monotonic() < deadline, f"timed out; page messages: {messages}"
+            assert time.monotonic() < deadline, f"timed out; page messages: {self.messages}"
             await asyncio.sleep(0.1)
 
-    def states() -> list[str]:
-        return [m["state"] for m in messages if m.get("type") == "state"]
+    def states(self, since: int = 0) -> list[str]:
+        return [m["state"] for m in self.messages[since:] if m.get("type") == "state"]
 
+
+
+async def test_barge_in_stops_her_and_the_page_keeps_only_what_was_spoken(voice_server, voice_models, tmp_path):
+    from benchmarks.voice_latency import kokoro_pcm
+
+    peer = _Peer(lambda track: _record(track, []))
+    mic, pc, messages, wait_for = peer.mic, peer.pc, peer.messages, peer.wait_for
     async with httpx.AsyncClient(base_url=voice_server.url, headers=voice_server.headers, timeout=30) as client:
-        session = (await client.post("/start", json={})).json()
-        await pc.setLocalDescription(await pc.createOffer())
-        answer = (await client.post(session["offer_url"], json={"sdp": pc.localDescription.sdp, "type": "offer"})).json()
-        await pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type=answer["type"]))
-        # The greeting plays first; then ask for something long.
-        await wait_for(lambda: "speaking" in states() and states()[-1] == "listening", 120)
+        session = await peer.connect(client)  # the greeting plays first; then ask for something long
         mic.say(kokoro_pcm(voice_models.kokoro, "Tell me a long story about a dragon who learns to bake bread.")[0])
         asked = len(messages)
         await wait_for(lambda: any(m.get("type") == "transcript" and m["role"] == "assistant" and m["text"]
@@ -166,32 +182,12 @@ async def _echo(track, mic, down_db: float) -> None:
 async def test_her_own_voice_in_the_microphone_does_not_interrupt_her(voice_server, voice_models):
     """The microphone hears her 25 dB down, about what a browser's echo cancellation leaves:
     she is not cut off by it and it is not taken for the user (voice.double_talk)."""
-    from benchmarks.voice_latency import Mic, kokoro_pcm
+    from benchmarks.voice_latency import kokoro_pcm
 
-    loopback_ice()
-    mic = Mic()
-    pc = RTCPeerConnection()
-    pc.addTrack(mic)
-    messages: list[dict] = []
-    channel = pc.createDataChannel("annie")
-    channel.on("message", lambda m: messages.append(json.loads(m)))
-    pc.on("track", lambda track: asyncio.ensure_future(_echo(track, mic, down_db=25)))
-
-    async def wait_for(check, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while not check():
-            assert time.monotonic() < deadline, f"timed out; page messages: {messages}"
-            await asyncio.sleep(0.1)
-
-    def states(since: int = 0) -> list[str]:
-        return [m["state"] for m in messages[since:] if m.get("type") == "state"]
-
+    peer = _Peer(lambda track: _echo(track, peer.mic, down_db=25))
+    mic, pc, messages, wait_for, states = peer.mic, peer.pc, peer.messages, peer.wait_for, peer.states
     async with httpx.AsyncClient(base_url=voice_server.url, headers=voice_server.headers, timeout=30) as client:
-        session = (await client.post("/start", json={})).json()
-        await pc.setLocalDescription(await pc.createOffer())
-        answer = (await client.post(session["offer_url"], json={"sdp": pc.localDescription.sdp, "type": "offer"})).json()
-        await pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type=answer["type"]))
-        await wait_for(lambda: "speaking" in states() and states()[-1] == "listening", 120)
+        session = await peer.connect(client)
         mic.say(kokoro_pcm(voice_models.kokoro, "Tell me a long story about a dragon who learns to bake bread.")[0])
         asked = len(messages)
         await wait_for(lambda: "speaking" in states(asked), 300)

@@ -114,10 +114,14 @@ async def test_the_search_tool_shows_a_question_with_its_answer(memory):
         ("d3", OWNER, "Okay. I'll bring the sales figures then.", 8, 11),
     ])])
     shown = await memory.lookup("architect", limit=1, now=NOW)
-    # the question was the one hit: its answer comes with it, past the limit
-    assert [h.id for h in shown] == ["omi/m2", "omi/m3"]
+    # the question was the one hit: its answer comes with it, past the limit, and since
+    # both say "she" before naming anyone, the turn before them that names her comes first
+    assert [h.id for h in shown] == ["omi/m1", "omi/m2", "omi/m3"]
     text = await memory.search_memory("architect", limit=1, now=NOW)
-    assert text.splitlines()[1].endswith("you said: Yes, and she is getting married in June to a guy called Tiago.")
+    assert text.splitlines()[0].endswith("you said: My sister Maya lives in Lisbon now, she moved there in March.")
+    assert text.splitlines()[2].endswith("you said: Yes, and she is getting married in June to a guy called Tiago.")
+    tiago = await memory.lookup("Tiago", limit=1, now=NOW)
+    assert [h.id for h in tiago] == ["omi/m1", "omi/m2", "omi/m3"]
     # the answer is the first of the next two turns said by someone else, or none
     wedding = await memory.lookup("wedding", limit=1, now=NOW)
     assert [h.id for h in wedding] == ["omi/m4", "omi/m6"]
@@ -143,6 +147,21 @@ def test_replies_take_the_place_of_lower_hits():
     yes = hit("y", "Yes, it moved.")
     assert with_replies([b, yes, c], {}, 3, {"s/y": q}) == [b, q, yes]  # in the place of the lowest
     assert with_replies([q, yes, c], {"s/q": yes}, 3, {"s/y": q}) == [q, yes, c]  # each shown once
+
+
+def test_she_before_any_name_needs_the_turn_that_names_her():
+    from memory.retrieval.context import names_nobody_first
+
+    def turns(*texts: str) -> list[MemoryHit]:
+        return [MemoryHit("segment", f"s/{i}", t, "Me", NOW, "s") for i, t in enumerate(texts)]
+
+    assert names_nobody_first(turns("Oh nice, is she still working as an architect?",
+                                    "Yes, and she is getting married in June to a guy called Tiago."))
+    assert not names_nobody_first(turns("My sister Maya lives in Lisbon now, she moved there in March."))
+    assert not names_nobody_first(turns("Is the wedding in Lisbon?", "She said so."))  # a name came first
+    assert not names_nobody_first(turns("They were delicious."))  # "they" is as often things
+    assert not names_nobody_first(turns("I'll bring the sales figures then."))  # nobody unnamed
+    assert names_nobody_first(turns("He told me about the trip to Rome."))
 
 
 def test_a_yes_or_no_is_a_turn_that_answers():
