@@ -4,7 +4,8 @@ The fast path (VAD + Whisper tiny.en per utterance), the sweep (Whisper base +
 diarization + speakers + emotion) and feedback/enrollment each run in a single-worker
 thread pool, so none of them blocks the event loop or one another. While a sweep runs
 the fast path keeps cutting utterances but skips their transcription (the sweep will
-cover them): the CPU contention guard.
+cover them): the CPU contention guard. Periodic sweeps and the closing of quiet sessions
+wait while a voice or chat conversation holds the priority gate.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ingest.sweep import run_sweep
 from ingest.utterances import FRAME, UtteranceCutter
 from memory.capture import CapturePayload, CaptureSegment, Emotion, capture_path, read_payloads, valid_id
 from memory.events import Zone, stage
+from memory.worker import PriorityGate
 from models.settings import ModelSettings
 
 log = logging.getLogger(__name__)
@@ -49,9 +51,13 @@ class NotFound(LookupError):
 
 
 class IngestService:
-    def __init__(self, settings: IngestSettings, model_settings: ModelSettings) -> None:
+    def __init__(self, settings: IngestSettings, model_settings: ModelSettings,
+                 gate: PriorityGate | None = None) -> None:
         self.settings = settings
         self.model_settings = model_settings
+        # Held by live voice and chat turns: the periodic sweep and the closing of a quiet
+        # session (its final sweep) wait until no conversation is under way.
+        self.gate = gate or PriorityGate()
         self.engines: Engines | None = None
         self.bank = SpeakerBank(settings.speakers_path, settings.speaker_match_threshold,
                                 settings.speaker_new_style_distance, settings.speaker_max_styles)
@@ -144,7 +150,12 @@ class IngestService:
                 await self.housekeep_once()
 
     async def housekeep_once(self) -> None:
-        """Close stale sessions; start the periodic sweep of sessions that have new audio."""
+        """Close stale sessions; start the periodic sweep of sessions that have new audio.
+        Not while a conversation holds the gate: a sweep (Whisper base, diarization,
+        emotion) takes both cores for seconds to minutes; the next check after it does both."""
+        if self.gate.busy:
+            log.debug("ingest: a conversation is live; sweeps and session ends wait for it")
+            return
         now = time.time()
         for live in list(self.sessions.values()):
             state = live.buffer.state

@@ -111,7 +111,8 @@ async def start_runtime(
         memory = MemoryService(memory_settings, model_settings, db.pool, vectors)
         await memory.start()
         stack.push_async_callback(memory.close)
-        ingest = IngestService(ingest_settings or IngestSettings(data_dir=memory_settings.data_dir), model_settings)
+        ingest = IngestService(ingest_settings or IngestSettings(data_dir=memory_settings.data_dir), model_settings,
+                               gate=memory.gate)
         await ingest.start()
         stack.push_async_callback(ingest.close)
         llm = None

@@ -113,3 +113,20 @@ async def test_enrolled_speaker_is_named_and_feedback_is_pinned(tmp_path, model_
 
     assert sum(diane_share(s) > 0.5 for s in named) >= 0.75 * len(named), "the name goes to Diane's voice"
     assert any(s["speaker"] != "Diane" for s in others), "the other voice stays unnamed"
+
+
+async def test_sweeps_and_session_ends_wait_while_a_conversation_is_live(tmp_path, model_settings):
+    audio = load_16k(shared("speech/two_speakers.wav"))
+    settings = settings_for(tmp_path, sweep_interval_s=0.0, session_split_silence_s=3600.0)
+    async with running(settings, model_settings) as (client, service):
+        session_id = await _play(client, audio)
+        await _fast_path_caught_up(client, session_id)
+        state = service.live(session_id).buffer.state
+        async with service.gate.live_turn():
+            await service.housekeep_once()  # a sweep is due, but Annie is in a conversation
+            assert not service._background and state.swept_until_samples == 0
+        await service.housekeep_once()
+        assert service._background  # the sweep starts once the conversation is over
+        await asyncio.gather(*service._background)
+        assert state.swept_until_samples > 0
+        assert any(is_sweep for _, is_sweep in current_segments(tmp_path / "transcripts", session_id))
