@@ -53,6 +53,13 @@ def token_f1(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+def answers_with(answer: str, gold: str) -> bool:
+    """Whether ``answer`` opens with ``gold`` ("No, Caroline did not make the bowl." for
+    "No"), normalised as for F1."""
+    given, expected = normalize(answer).split(), normalize(gold).split()
+    return bool(expected) and given[:len(expected)] == expected
+
+
 def locomo_f1(category: int, prediction: str, gold: object) -> float:
     """LoCoMo's F1 for one answer of category 1-4."""
     gold_text = str(gold)

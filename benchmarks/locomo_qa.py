@@ -24,7 +24,9 @@ data does not have.
 
 Scoring (:mod:`benchmarks.answer_scoring`): categories 1-4 by LoCoMo's token F1,
 category 5 (adversarial: the question's premise is not in the conversation) by
-abstention. ``--samples N`` picks N questions spread over conversations and categories
+abstention; its ``right`` also counts an answer opening with the dataset's own answer
+where it gives one (2 of the dev split's 173: "Did Caroline make the black and white
+bowl in the photo?" -> "No"). ``--samples N`` picks N questions spread over conversations and categories
 in proportion (at least one of each); reported figures use at least 150 questions over
 at least two conversations. Answer time is from the question sent to the answer done.
 
@@ -46,7 +48,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from benchmarks.answer_path import Answer, AnswerPath, ClockedMemory, EvidenceMemory
-from benchmarks.answer_scoring import abstains, cannot_check, locomo_f1
+from benchmarks.answer_scoring import abstains, answers_with, cannot_check, locomo_f1
 from benchmarks.common import close_quietly, percentiles, write_result
 from benchmarks.locomo import (
     ADVERSARIAL,
@@ -104,6 +106,8 @@ def score(qa: dict, answer: Answer) -> dict:
     out = {"abstained": abstains(answer.text), "cannot_check": cannot_check(answer.text)}
     if category in CATEGORIES:
         out["f1"] = round(locomo_f1(category, answer.text, qa.get("answer", "")), 4)
+    else:  # the premise is false: right to abstain, or to give the dataset's answer ("No") where it has one
+        out["right"] = out["abstained"] or (bool(qa.get("answer")) and answers_with(answer.text, str(qa["answer"])))
     return out
 
 
@@ -118,6 +122,8 @@ def summarise(records: list[dict], mode: str) -> dict:
         if "f1" in rows[0]:
             figures["f1"] = round(sum(r["f1"] for r in rows) / len(rows), 4)
         figures["abstention"] = round(sum(r["abstained"] for r in rows) / len(rows), 4)
+        if "right" in rows[0]:
+            figures["right"] = round(sum(r["right"] for r in rows) / len(rows), 4)
         figures["cannot_check"] = sum(r["cannot_check"] for r in rows)
         out[name] = figures
     seconds = [r[mode]["seconds"] * 1000 for r in records]

@@ -260,6 +260,11 @@ def _supported(phrase: Phrase, lines: list[str], all_stems: list[str]) -> bool:
     return False
 
 
+# "used to go", "had to leave", "going to call": not the verb itself ("What did she use
+# the shoes for?" is not answered by "I used to go riding").
+_SEMI_MODALS = frozenset({"used", "have", "has", "had", "having", "going", "got", "ought"})
+
+
 def _object_unstated(verbs: list[str], lines: list[str]) -> bool:
     """A line holds one of the question's verbs with no thing named right after it ("I
     parked on level 3" for "Where did I park the car?"), so it may be about the thing
@@ -268,7 +273,8 @@ def _object_unstated(verbs: list[str], lines: list[str]) -> bool:
     for line in lines:
         words = [w.casefold() for w in _WORD.findall(line.split(":", 1)[-1])]
         for word, after in zip(words, [*words[1:], ""], strict=True):
-            if matches_any(stem(word), wanted) and after not in _DETERMINERS and not _POSSESSIVE.match(after):
+            if (matches_any(stem(word), wanted) and after not in _DETERMINERS and not _POSSESSIVE.match(after)
+                    and not (after == "to" and word in _SEMI_MODALS)):
                 return True
     return False
 

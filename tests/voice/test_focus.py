@@ -106,6 +106,11 @@ def test_a_verb_with_no_thing_named_after_it_may_be_about_the_thing_asked():
     assert gap("Where did I park the car?", "- you said: I parked on level 3 of the Riverside garage.") is None
     assert gap("Where did I park my bike?", "- you said: I parked the car on level 3 of the Riverside garage.") == (
         "I don't have anything about your bike in my memory.")
+    # "used to go" is not the verb "use": it says nothing about what the shoes are used for
+    assert gap("What are the new shoes that Caroline got used for?",
+               "- Caroline said: I used to go horseback riding with my dad when I was a kid.") is not None
+    assert gap("What are the new shoes that Caroline got used for?",
+               "- Caroline said: I used them for running, they are light.") is None
 
 
 _NOUN = st.from_regex(r"[b-df-hj-np-tv-z][aeiou][b-df-hj-np-tv-z]{2}[aeiou]?", fullmatch=True)
