@@ -47,7 +47,11 @@ they said ("that book you recommended") may be telling them. Memory that only me
 ("the book club meets at Lena's place") is not their words, and :func:`unsaid` says so.
 
 What "holds what is asked about" means comes from :mod:`voice.focus`: a line with every
-required word of one of the question's noun phrases. A question without a noun phrase
+required word of one of the question's noun phrases; for a question that asks only for a
+kind of thing ("Which classical musicians does Caroline enjoy?"), a line with a word of
+that kind, since the line naming the thing seldom names its kind in full ("I'm a fan of
+classical like Bach", said by Melanie; on LoCoMo's dev questions this stopped two more
+adversarial questions and one answerable one whose evidence memory had not returned). A question without a noun phrase
 ("When did Caroline paint?") is left to the model: its verbs are said in too many ways
 for a missing one to mean much (on LoCoMo's dev questions checking them stopped about
 as many answerable questions as adversarial ones).
@@ -239,6 +243,14 @@ def _holding(asked: Focus, person: str, lines: list[_Line]) -> list[tuple[Phrase
         held = [line for line in lines if _holds(line.words, needed)]
         theirs = phrase.opener in _THIRD_POSSESSIVES or (phrase.owner is not None and _is(person, phrase.owner))
         out.append((phrase, theirs, needed, held))
+    if not asked.phrases and asked.kinds:
+        # "Which classical musicians does Caroline enjoy?": the line naming the thing seldom
+        # holds every word of its kind; each word of it a line holds is what it has of the question.
+        phrase = Phrase(opener="the", words=list(asked.kinds), required=len(asked.kinds), kind=True)
+        for word in asked.kinds:
+            needed = [stem(word)]
+            if held := [line for line in lines if _holds(line.words, needed)]:
+                out.append((phrase, False, needed, held))
     return out
 
 

@@ -94,6 +94,17 @@ def test_a_question_without_a_noun_phrase_is_left_to_the_model():
     assert reply("When did Caroline paint?", painted, "2023-05-08 Caroline said: Wow.") is None
 
 
+def test_the_kind_asked_for_is_only_in_another_speakers_own_words():
+    bach = ("2023-08-28 Melanie said: I'm a fan of both classical like Bach and Mozart, as well as modern music "
+            "like Ed Sheeran's \"Perfect\".")
+    books = "2023-07-06 Caroline said: I've got lots of kids' books- classics, stories from different cultures."
+    assert reply("Which classical musicians does Caroline enjoy listening to?", bach, books) == (
+        "I don't remember Caroline talking about the classical musicians; Melanie did.")
+    assert reply("Which classical musicians does Melanie enjoy listening to?", bach, books) is None
+    hers = "2023-08-28 Caroline said: Thanks, Mel! Classical is my thing, Bach most of all."
+    assert reply("Which classical musicians does Caroline enjoy listening to?", bach, hers) is None
+
+
 def test_a_short_name_is_the_speaker_it_starts_and_calls_end_with_a_comma_or_bang():
     pottery = "2023-07-15 Melanie said: Last Fri I took my kids to a pottery workshop. We all made our own pots."
     assert reply("What did Mel and her kids make during the pottery workshop?", pottery) is None
