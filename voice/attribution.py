@@ -22,7 +22,12 @@ question asks about the person's own thing ("her charity race", "Jon's tattoo"):
 it asks what they said about someone else's ("What did Tom say about my car?"). Whatever
 the question asks about, so is such a line that asks the other about it ("What made you
 pick that agency?" for "Why did Melanie choose the adoption agency?"), unless the question
-asks what the person said, asked or thought. When the question asks about the person's own
+asks what the person said, asked or thought. When the question asks about the person's
+own thing, so is a line of theirs whose every sentence holding the thing speaks to the
+other (says "you" or calls another speaker of the lines by name) and not in the first
+person: "Hey Gina, congrats on the clothing store! ... I'm staying positive" is about
+Gina's store (on LoCoMo's dev questions: one more adversarial question stopped, and two
+answerable ones whose evidence memory had not returned). When the question asks about the person's own
 thing, a possessive before the thing in a line says whose it is: "now I can expand my
 clothing store" said by Gina is hers whoever else she speaks to, and "Your store looks
 great, I remember it!" said by Jon is the other's, unless another sentence of his tells
@@ -177,6 +182,16 @@ def _to_the_listener(line: _Line, asked: str) -> bool:
     return _is(line.speaker, asked) and bool(said & _SECOND) and not said & _FIRST
 
 
+def _tells_listeners(line: _Line, needed: list[str], others: list[str]) -> bool:
+    """Every sentence of the line that holds the thing speaks to the listener (says "you"
+    or calls one of the ``others`` who speak in the lines) and not in the first person:
+    "Hey Gina, congrats on the clothing store! ... I got a temp job" is about Gina's store."""
+    holding = [s for s in _SENTENCES.split(line.words) if _holds(s, needed)]
+    return bool(holding) and all(
+        (_pronouns(s) & _SECOND or any(_call(o).search(s) for o in others)) and not _pronouns(s) & _FIRST
+        for s in holding)
+
+
 def _of_a_third(line: _Line, person: str, before: _Line | None) -> bool:
     """The line speaks of a "she" or "he" who is not ``person``: it does not name them,
     they did not say it, it speaks to no one (in a talk of two, "you" may be them), and
@@ -319,6 +334,8 @@ def lent(asked: Focus, names: list[str], tool_result: str, question: str = "") -
     if about_saying and _answers_call(person, lines):
         return None
     before = {id(line): previous for previous, line in zip([None, *lines], lines, strict=False)}
+    listeners = sorted({line.speaker for line in lines if _known(line.speaker) and not _is(line.speaker, person)
+                        and line.speaker.casefold() != "you"})
     for phrase, theirs, needed, held in _holding(asked, person, lines):
         others, asking, third = [], [], []
         for line in held:
@@ -334,6 +351,8 @@ def lent(asked: Focus, names: list[str], tool_result: str, question: str = "") -
                 others.append(line)
             elif _to_the_listener(line, person) and (theirs or (not about_saying and _asks_about(line, needed))):
                 asking.append(line)
+            elif theirs and by_person and _tells_listeners(line, needed, listeners):
+                asking.append(line)  # "Hey Gina, congrats on the clothing store!" for his own store
             elif _of_a_third(line, person, before[id(line)]):
                 third.append(line)
         if not held or len(others) + len(asking) + len(third) < len(held):

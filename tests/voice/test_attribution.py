@@ -220,6 +220,20 @@ def test_a_possessive_before_the_thing_says_whose_it_is():
     assert reply("How is Jon's store doing?", "2023-04-25 SPEAKER_01 said: My store is doing great.") is None
 
 
+
+def test_his_words_to_the_other_about_the_thing_are_about_theirs():
+    hers = "2023-02-01 Gina said: I emailed some wholesalers and now I can expand my clothing store."
+    congrats = ("2023-07-21 Jon said: Hey Gina, congrats on the clothing store! The dance studio is on tenuous "
+                "grounds right now, but I'm staying positive.")
+    assert reply("What did Jon find for his clothing store?", hers, congrats) == (
+        "I don't remember Jon talking about his clothing store; Gina did.")
+    # a sentence of his own about the thing may be his
+    own = "2023-07-21 Jon said: Hey Gina, I finally opened my clothing store!"
+    assert reply("What did Jon find for his clothing store?", hers, own) is None
+    mixed = "2023-07-21 Jon said: Hey Gina, the clothing store I wanted is yours now!"
+    assert reply("What did Jon find for his clothing store?", hers, mixed) is None
+
+
 MAYA = ("2026-11-26 you said: My sister Maya lives in Lisbon now, she moved there in March.",
         "2026-11-26 SPEAKER_01 said: Oh nice, is she still working as an architect?",
         "2026-11-26 you said: Yes, and she is getting married in June to a guy called Tiago.")
