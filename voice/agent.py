@@ -28,7 +28,15 @@ from voice.forget_turn import ForgetConversation
 from voice.grounding import asked_names, asks_of_an_acquaintance, missing_names, missing_note, not_in_memory
 from voice.grounding import evidence as evidence_lines
 from voice.intent import IntentRouter
-from voice.intent_rules import asks_about_a_thing, asks_to_recall, asks_to_store, asks_to_think, is_question, said_in
+from voice.intent_rules import (
+    asks_about_a_thing,
+    asks_to_recall,
+    asks_to_store,
+    asks_to_think,
+    is_question,
+    names_a_day_of_the_week_ahead,
+    said_in,
+)
 from voice.memory_port import MemoryPort
 from voice.prefill import TurnPrefill
 from voice.prompts import ARGUMENTS_SYSTEM, MEMORY_NOTE, PLAIN_ANSWER, TOOL_NOTE, router_messages, system_prompt
@@ -316,9 +324,17 @@ class Agent:
             return result
         # "When is the quarterly review?": nothing personal in the words, yet a thing that
         # memory may hold. Kept only when every thing it names is in what memory returned.
-        if not asks_about_a_thing(said) or not any(p.opener not in ("a", "an") for p in focus(said, []).phrases):
+        # "Who is coming to dinner on Sunday?" asks of the user's own week: memory answers,
+        # or Annie says it holds nothing (the model, given only the briefing, once named
+        # someone from it).
+        asked = focus(said, [])
+        own_week = names_a_day_of_the_week_ahead(said) and bool(asked.phrases or asked.loose)
+        if not asks_about_a_thing(said) or not (own_week or any(p.opener not in ("a", "an") for p in asked.phrases)):
             return None
         result = await self.tools.run(Tool.SEARCH_MEMORY.value, {"query": memory_query(said)})
+        if own_week and result.ok:
+            log.info("a question about a day of the user's week: memory answers it, or Annie says it holds nothing")
+            return result
         if not result.ok or not evidence_lines(result.text).strip() or unsupported(said, result.text, []) is not None:
             return None
         log.info("a question routed to a direct answer names things memory holds, so it answers")

@@ -70,6 +70,22 @@ async def test_knowledge_questions_stay_direct_answers(intent_router, tmp_path):
     assert len(memory.searches) == 2
 
 
+async def test_a_question_about_a_day_of_the_users_week_is_answered_from_memory_or_not_at_all(
+        intent_router, tmp_path):
+    """"Who is coming to dinner on Sunday?" names nothing memory holds: Annie says so
+    instead of the model answering from its briefing."""
+    memory = FixedMemory(WORK)
+    agent = Agent(unreachable_llm(), memory, voice_settings(tmp_path), intent_router)
+    text, tools = await turn(agent, "Who is coming to dinner on Sunday?")
+    assert [t.name for t in tools] == ["search_memory"]
+    assert text == "I don't have anything about that in my memory.", text
+    probed = await agent.probe("Where is the review on Thursday?")
+    assert probed is not None and "Thursday" in probed.text
+    # the calendar, not the user's week: no lookup
+    assert await agent.probe("What day is it tomorrow?") is None
+    assert memory.searches == ["coming dinner Sunday", "review Thursday"]
+
+
 def test_private_questions_about_one_name_are_told_from_public_ones():
     for question in ("What is Priya allergic to?", "When is Tiago's birthday?", "Where does Priya live?",
                      "What does Priya do for work?", "Is Priya married?", "How old is Priya?"):
