@@ -34,7 +34,7 @@ from voice.intent_rules import (
     asks_to_store,
     asks_to_think,
     is_question,
-    names_a_day_of_the_week_ahead,
+    names_a_day_of_the_week,
     said_in,
 )
 from voice.memory_port import MemoryPort
@@ -328,7 +328,7 @@ class Agent:
         # or Annie says it holds nothing (the model, given only the briefing, once named
         # someone from it).
         asked = focus(said, [])
-        own_week = names_a_day_of_the_week_ahead(said) and bool(asked.phrases or asked.loose)
+        own_week = names_a_day_of_the_week(said) and bool(asked.phrases or asked.loose)
         if not asks_about_a_thing(said) or not (own_week or any(p.opener not in ("a", "an") for p in asked.phrases)):
             return None
         result = await self.tools.run(Tool.SEARCH_MEMORY.value, {"query": memory_query(said)})

@@ -213,7 +213,7 @@ def asks_about_a_thing(message: str) -> bool:
     return is_question(text) and not _OPEN_QUESTION.match(text) and not _REQUEST.match(text)
 
 
-# A day of the user's own week: "on Sunday", "tonight", "tomorrow morning", "this weekend".
+# A day of the user's own week, ahead or just past: "on Sunday", "tonight", "this weekend".
 _OWN_DAYS = re.compile(
     r"\b(?:tonight|tomorrow|this (?:morning|afternoon|evening|weekend)|(?:next|last) (?:week|weekend)"
     r"|(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?)\b",
@@ -221,9 +221,9 @@ _OWN_DAYS = re.compile(
 )
 
 
-def names_a_day_of_the_week_ahead(message: str) -> bool:
-    """The message names a day of the user's near week ("Who is coming to dinner on
-    Sunday?"); "today" is left out ("What's the date today?" asks the calendar)."""
+def names_a_day_of_the_week(message: str) -> bool:
+    """The message names a day of the user's week, ahead or just past ("Who is coming to
+    dinner on Sunday?"); "today" is left out ("What's the date today?" asks the calendar)."""
     return bool(_OWN_DAYS.search(message))
 
 
