@@ -7,6 +7,7 @@ import subprocess
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import httpx
 import pytest
@@ -15,12 +16,16 @@ import uvicorn
 from models.process import free_port
 
 
-def wait_healthy(proc: subprocess.Popen, url: str, what: str, timeout: float = 240) -> None:
-    """Poll ``url`` until it answers 200; fail if ``proc`` exits or time runs out."""
+def wait_healthy(proc: subprocess.Popen, url: str, what: str, timeout: float = 240,
+                 log: Path | None = None) -> None:
+    """Poll ``url`` until it answers 200; fail if ``proc`` exits or time runs out (with the
+    end of its ``log``, the file its output goes to, in the message)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            pytest.fail(f"{what} exited with {proc.returncode} before it was healthy")
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:]) if log and log.exists() else ""
+            pytest.fail(f"{what} exited with {proc.returncode} before it was healthy" + (f"; its log ends:\n{tail}"
+                                                                                       if tail else ""))
         try:
             if httpx.get(url, timeout=1).status_code == 200:
                 return

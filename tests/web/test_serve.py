@@ -26,8 +26,12 @@ def _start(data_dir: Path, port: int) -> subprocess.Popen:
     )
     for key in ("DATABASE_URL", "ANNIE_DATABASE_URL", "QDRANT_URL", "OLLAMA_HOST", "ANNIE_LLM_BASE_URL"):
         env.pop(key, None)
-    log = (data_dir.parent / f"serve-{port}.log").open("ab")
+    log = (_log(data_dir, port)).open("ab")
     return subprocess.Popen([ANNIE, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _log(data_dir: Path, port: int) -> Path:
+    return data_dir.parent / f"serve-{port}.log"
 
 
 def _children(data_dir: Path) -> dict[str, int]:
@@ -57,7 +61,7 @@ def test_serve_health_token_and_ctrl_c_stops_everything(data_dir):
     port = free_port()
     proc = _start(data_dir, port)
     try:
-        wait_healthy(proc, f"http://127.0.0.1:{port}/health", "annie serve")
+        wait_healthy(proc, f"http://127.0.0.1:{port}/health", "annie serve", log=_log(data_dir, port))
         base = f"http://127.0.0.1:{port}"
         health = httpx.get(f"{base}/health")
         assert health.json() == {"status": "ok"}
@@ -81,7 +85,7 @@ def test_serve_health_token_and_ctrl_c_stops_everything(data_dir):
 def test_second_run_after_kill_9_recovers(data_dir):
     port = free_port()
     first = _start(data_dir, port)
-    wait_healthy(first, f"http://127.0.0.1:{port}/health", "annie serve")
+    wait_healthy(first, f"http://127.0.0.1:{port}/health", "annie serve", log=_log(data_dir, port))
     token = (data_dir / "token").read_text().strip()
     children = _children(data_dir)
     first.kill()
@@ -90,7 +94,7 @@ def test_second_run_after_kill_9_recovers(data_dir):
 
     second = _start(data_dir, port)
     try:
-        wait_healthy(second, f"http://127.0.0.1:{port}/health", "annie serve")
+        wait_healthy(second, f"http://127.0.0.1:{port}/health", "annie serve", log=_log(data_dir, port))
         assert (data_dir / "token").read_text().strip() == token
         response = httpx.get(f"http://127.0.0.1:{port}/v1/status", headers={"X-Internal-Token": token}, timeout=10)
         assert response.status_code == 200
