@@ -12,10 +12,9 @@ import httpx
 import pytest
 
 from ingest.metrics import word_error_rate
-from models.process import free_port
 from tests.conftest import REPO, shared
 from tests.ingest.helpers import TOKEN, audio_params, load_16k, pcm_chunks
-from tests.support import wait_healthy
+from tests.support import listen_port, wait_healthy
 
 OCTET = {"Content-Type": "application/octet-stream"}
 
@@ -30,7 +29,7 @@ def test_kill_9_mid_stream_loses_nothing_acknowledged(tmp_path):
     data_dir = tmp_path / "data"
     audio = load_16k(shared("speech/jfk.flac"))
     chunks = pcm_chunks(audio, seconds=2.0)
-    port = free_port()
+    port = listen_port()
     base = f"http://127.0.0.1:{port}"
     proc = _start(data_dir, port)
     try:
@@ -47,7 +46,7 @@ def test_kill_9_mid_stream_loses_nothing_acknowledged(tmp_path):
         on_disk = (data_dir / "audio" / session_id / "audio.pcm").stat().st_size
         assert on_disk >= acknowledged
 
-        port = free_port()
+        port = listen_port()
         base = f"http://127.0.0.1:{port}"
         proc = _start(data_dir, port)
         wait_healthy(proc, f"{base}/health", "the ingest server", 180)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import socket
 import threading
 import traceback
 import uuid
@@ -19,6 +18,7 @@ import uvicorn
 from ingest.settings import IngestSettings
 from memory.settings import MemorySettings
 from models.settings import ModelSettings
+from tests.support import listen_port
 from web.app import create_app
 from web.runtime import start_runtime
 
@@ -26,12 +26,6 @@ log = logging.getLogger(__name__)
 TOKEN = "live-test-token"
 OMI_UID = "omi-live-1"
 OMI_SECRET = "omi-live-secret-1"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def fresh_database(server_dsn: str) -> str:
@@ -53,7 +47,7 @@ def fresh_database(server_dsn: str) -> str:
 @contextlib.contextmanager
 def live_annie(data_dir: Path, database_url: str, model_settings: ModelSettings) -> Iterator[str]:
     """Serve Annie on a free loopback port; yields its base URL; stops everything after."""
-    port = free_port()
+    port = listen_port()
     ready = threading.Event()
     state: dict = {}
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
-import socket
 import time
 
 import httpx
@@ -14,6 +13,7 @@ import uvicorn
 from ingest.omi import SIGNATURE_HEADER, sign
 from ingest.service import IngestService
 from tests.ingest.helpers import DEVICE_SECRET, UID, build_app, settings_for
+from tests.support import listen_port
 from web.redact import Redactor, install_redaction
 
 TOKEN = "tok-SECRET-value-123456"
@@ -30,19 +30,13 @@ def test_the_patterns_mask_query_values_and_headers():
     assert "sample_rate=16000" in masked and "uid=a" in masked
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 async def test_no_log_line_carries_a_secret(tmp_path, model_settings):
     install_redaction([TOKEN, DEVICE_SECRET, WEBHOOK])
     settings = settings_for(tmp_path, preload_models=False)
     service = IngestService(settings, model_settings)
     await service.start()
     app = build_app(service, token=TOKEN)
-    port = _free_port()
+    port = listen_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="info")  # uvicorn's own log setup
     captured = io.StringIO()
     handler = logging.StreamHandler(captured)
