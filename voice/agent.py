@@ -23,7 +23,7 @@ from memory.disclosure import memory_for
 from models.llm_client import LLMClient, LLMOutputError
 from voice.attribution import lent, unsaid
 from voice.echo_guard import EchoGuard
-from voice.focus import focus, gap_in, unsupported
+from voice.focus import focus, gap_in
 from voice.forget_turn import ForgetConversation
 from voice.grounding import asked_names, asks_of_an_acquaintance, missing_names, missing_note, not_in_memory
 from voice.grounding import evidence as evidence_lines
@@ -335,7 +335,7 @@ class Agent:
         if own_week and result.ok:
             log.info("a question about a day of the user's week: memory answers it, or Annie says it holds nothing")
             return result
-        if not result.ok or not evidence_lines(result.text).strip() or unsupported(said, result.text, []) is not None:
+        if not result.ok or not evidence_lines(result.text).strip() or gap_in(asked, result.text) is not None:
             return None
         log.info("a question routed to a direct answer names things memory holds, so it answers")
         return result

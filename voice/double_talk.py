@@ -93,3 +93,10 @@ class DoubleTalk:
         self._mic.append(mean_square(pcm16))
         reference = self._far_end.loudest()
         return reference == 0.0 or sum(self._mic) / len(self._mic) > reference * self._ratio
+
+    def keeps_out(self, pcm16: bytes, speech: bool) -> bool:
+        """Feed one microphone frame that Silero scored (``speech``); True when it is speech
+        no louder than Annie's own voice coming back (counted in ``held_back``)."""
+        kept_out = not self.heard(pcm16) and speech
+        self.held_back += int(kept_out)
+        return kept_out

@@ -79,9 +79,8 @@ class SessionVAD(SileroVADAnalyzer):
         """Silero's score for one frame; also extends or ends the current pause."""
         confidence = super().voice_confidence(buffer)
         score = float(getattr(confidence, "item", lambda: confidence)())
-        if self._double_talk is not None and not self._double_talk.heard(buffer) and score >= self.params.confidence:
-            self._double_talk.held_back += 1  # no louder than Annie's own voice coming back
-            confidence = score = 0.0
+        if self._double_talk is not None and self._double_talk.keeps_out(buffer, score >= self.params.confidence):
+            confidence = score = 0.0  # no louder than Annie's own voice coming back
         with self._lock:
             if score >= self.params.confidence:
                 if self._pause.frames:

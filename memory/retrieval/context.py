@@ -142,12 +142,6 @@ def grouped_replies(hits: list[MemoryHit], replies: dict[str, MemoryHit], limit:
     return groups
 
 
-def with_replies(hits: list[MemoryHit], replies: dict[str, MemoryHit], limit: int,
-                 asked: dict[str, MemoryHit] | None = None) -> list[MemoryHit]:
-    """:func:`grouped_replies`, one turn after another."""
-    return [h for group in grouped_replies(hits, replies, limit, asked) for h in group]
-
-
 # "she", "him": someone the turn does not name ("they" is as often a thing as people). A
 # capitalised word inside a sentence ("My sister Maya", "a guy called Tiago") is taken
 # for a name.

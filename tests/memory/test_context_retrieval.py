@@ -133,7 +133,10 @@ async def test_the_search_tool_shows_a_question_with_its_answer(memory):
 
 
 def test_replies_take_the_place_of_lower_hits():
-    from memory.retrieval.context import with_replies
+    from memory.retrieval.context import grouped_replies
+
+    def with_replies(hits, replies, limit, asked=None):
+        return [h for group in grouped_replies(hits, replies, limit, asked) for h in group]
 
     def hit(i: str, text: str = "A statement.") -> MemoryHit:
         return MemoryHit("segment", f"s/{i}", text, "Me", NOW, "s")

@@ -133,7 +133,7 @@ def test_ctrl_c_during_omi_upload_and_extraction(scratch_dir):
     proc = _start(data_dir, port, log_path)
     uploader = None
     try:
-        wait_healthy(proc, f"{base}/health", "annie serve")
+        wait_healthy(proc, f"{base}/health", "annie serve", log=log_path)
         token = (data_dir / "token").read_text().strip()
         dsn = EmbeddedPostgres(data_dir / "postgres").dsn
         children = {"postgres": read_pid(data_dir / "postgres" / "postmaster.pid"),

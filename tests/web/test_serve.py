@@ -26,7 +26,7 @@ def _start(data_dir: Path, port: int) -> subprocess.Popen:
     )
     for key in ("DATABASE_URL", "ANNIE_DATABASE_URL", "QDRANT_URL", "OLLAMA_HOST", "ANNIE_LLM_BASE_URL"):
         env.pop(key, None)
-    log = (_log(data_dir, port)).open("ab")
+    log = _log(data_dir, port).open("ab")
     return subprocess.Popen([ANNIE, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
