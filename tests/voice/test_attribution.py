@@ -89,9 +89,41 @@ def test_questions_about_two_people_or_without_a_person_are_left_to_the_model():
     assert reply("When did Caroline run the charity race?", fact, "2023-06-12 Caroline said: Hello.") is None
 
 
-def test_a_question_without_a_noun_phrase_is_left_to_the_model():
+def test_a_question_without_a_noun_phrase_is_checked_by_all_its_content_words():
     painted = "2023-05-08 Melanie said: I painted a lake sunrise last year, my favourite."
-    assert reply("When did Caroline paint?", painted, "2023-05-08 Caroline said: Wow.") is None
+    assert reply("When did Caroline paint?", painted, "2023-05-08 Caroline said: Wow.") == (
+        "I don't remember Caroline talking about that; Melanie did.")
+    hers = "2023-05-08 Caroline said: I finished my painting of the lake last week."
+    assert reply("When did Caroline paint?", painted, hers) is None
+    asks = "2022-11-09 Joanna said: Wow, that's a cool idea! What inspired you to start making gaming videos?"
+    assert reply("What inspired Joanna to start making gaming videos?", asks) == (
+        "I don't remember Joanna talking about that.")
+    # A "she" two lines after the one naming Maya may be Maya: the model reads it.
+    maya = ("2026-11-26 you said: My sister Maya lives in Lisbon now.",
+            "2026-11-26 SPEAKER_01 said: Oh nice, is she still working as an architect?",
+            "2026-11-26 you said: Yes, and she is getting married in June to a guy called Tiago.")
+    assert reply("Who is Maya marrying?", *maya) is None
+
+
+def test_a_sentence_in_the_first_person_is_the_speakers_own():
+    family = ("2023-10-20 Melanie said: Yeah, you're right, Caroline. Family's super important to me. "
+              "They mean the world to me.")
+    assert reply("How did Caroline feel about her family after the accident?", family) == (
+        "I don't remember Caroline talking about her family; Melanie did.")
+    told = "2023-10-20 Melanie said: Yeah, you're right, Caroline. Your family is super important to you."
+    assert reply("How did Caroline feel about her family after the accident?", told) is None
+
+
+def test_a_call_to_someone_memory_did_not_return_is_speaking_to_them():
+    cheer = ("2023-05-25 Caroline said: That charity race sounds great, Mel! Making a difference is super "
+             "rewarding - I'm really proud of you for taking part!")
+    assert reply("What did Caroline realize after her charity race?", cheer) == (
+        "I don't remember Caroline talking about her charity race.")
+    own = "2023-05-25 Caroline said: Thanks, Mel! My charity race was great."
+    assert reply("What did Caroline realize after her charity race?", own) is None
+    # A greeting word after a comma is no name.
+    wow = "2023-05-25 Caroline said: That charity race, Wow!"
+    assert reply("What did Caroline realize after her charity race?", wow) is None
 
 
 def test_the_kind_asked_for_is_only_in_another_speakers_own_words():
