@@ -4,8 +4,9 @@ The fast path (VAD + Whisper tiny.en per utterance), the sweep (Whisper base +
 diarization + speakers + emotion) and feedback/enrollment each run in a single-worker
 thread pool, so none of them blocks the event loop or one another. While a sweep runs
 the fast path keeps cutting utterances but skips their transcription (the sweep will
-cover them): the CPU contention guard. Periodic sweeps and the closing of quiet sessions
-wait while a voice or chat conversation holds the priority gate.
+cover them): the CPU contention guard. While a voice or chat conversation holds the
+priority gate, the fast path leaves its utterances to the sweep too, and periodic sweeps
+and the closing of quiet sessions wait.
 """
 
 from __future__ import annotations
@@ -231,6 +232,12 @@ class IngestService:
                 continue  # the final sweep transcribes what is left
             if live.sweeping:
                 live.skipped_utterances += 1
+                continue
+            if self.gate.busy:
+                # A voice or chat turn is live: Whisper here would take the cores its reply
+                # needs. The utterance is cut (the session's silence clock goes on) and left
+                # to the next sweep, which runs once the conversation is over.
+                live.skipped_in_conversation += 1
                 continue
             clip = live.buffer.read(utterance.start, utterance.end)
             with stage("ingest", "fast_path", Zone.CAPTURE, session_id=state.session_id, announce=False,

@@ -22,7 +22,8 @@ class LiveSession:
     last_sweep_wall: float = field(default_factory=time.time)
     fast_seen_samples: int = 0  # the fast path has run VAD up to here
     fast_segments: int = 0
-    skipped_utterances: int = 0
+    skipped_utterances: int = 0  # left to the sweep: one was running
+    skipped_in_conversation: int = 0  # left to the sweep: a voice or chat turn was live
 
     @property
     def session_id(self) -> str:
@@ -52,5 +53,6 @@ class LiveSession:
                 "seen_s": round(self.fast_seen_samples / SAMPLE_RATE, 3),
                 "segments": self.fast_segments,
                 "skipped_while_sweeping": self.skipped_utterances,
+                "skipped_during_conversation": self.skipped_in_conversation,
             },
         }

@@ -130,3 +130,22 @@ async def test_sweeps_and_session_ends_wait_while_a_conversation_is_live(tmp_pat
         await asyncio.gather(*service._background)
         assert state.swept_until_samples > 0
         assert any(is_sweep for _, is_sweep in current_segments(tmp_path / "transcripts", session_id))
+
+
+async def test_the_fast_path_leaves_speech_to_the_sweep_while_a_conversation_is_live(tmp_path, model_settings):
+    """Omi audio that comes in while the user talks to Annie is cut into utterances but not
+    transcribed then (Whisper would take the cores the reply needs); the sweep after the
+    conversation makes it searchable."""
+    audio = load_16k(shared("speech/two_speakers.wav"))
+    settings = settings_for(tmp_path, sweep_interval_s=0.0, session_split_silence_s=3600.0)
+    async with running(settings, model_settings) as (client, service):
+        async with service.gate.live_turn():
+            session_id = await _play(client, audio)
+            fast = (await _fast_path_caught_up(client, session_id))["fast_path"]
+            assert fast["segments"] == 0 and fast["skipped_during_conversation"] > 0
+            assert not current_segments(tmp_path / "transcripts", session_id)
+        await service.housekeep_once()
+        await asyncio.gather(*service._background)
+        segments = current_segments(tmp_path / "transcripts", session_id)
+        assert segments and all(is_sweep for _, is_sweep in segments)
+        assert sum(len(segment.text.split()) for segment, _ in segments) > 20
