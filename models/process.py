@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import random
 import signal
 import socket
 import time
@@ -95,6 +96,21 @@ def stop_stale(pidfile: Path, expect_in_cmdline: str) -> bool:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+    """A free TCP port for a server that binds it a moment later (llama-server once its
+    model is loaded; in tests, "annie serve" once its database and models are up, 10-30 s):
+    below the machine's ephemeral range, so that no outgoing connection meanwhile (health
+    polls, Annie's own clients) takes it as its source port, as it may take one that
+    ``bind(0)`` gave: the server would then exit with "address already in use"."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    for _ in range(200):
+        port = random.randrange(max(1024, low - 12000), low)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind((host, port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free TCP port on {host} below {low}: free some, or set the port explicitly")

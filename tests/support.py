@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import random
-import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator
@@ -16,27 +14,6 @@ import pytest
 import uvicorn
 
 from models.process import free_port
-
-
-def listen_port(host: str = "127.0.0.1") -> int:
-    """A free TCP port for a server that binds it only after a slow start ("annie serve"
-    binds once its database and models are up, 10-30 s later): below the machine's
-    ephemeral range, so that no outgoing connection (the health polls, the app's own
-    clients) takes it as its source port meanwhile, as it may take one from ``bind(0)``:
-    the server then exits with "address already in use"."""
-    try:
-        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        low = 32768
-    for _ in range(200):
-        port = random.randrange(max(1024, low - 12000), low)
-        with socket.socket() as probe:
-            try:
-                probe.bind((host, port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError(f"no free TCP port on {host} below {low}")
 
 
 def wait_healthy(proc: subprocess.Popen, url: str, what: str, timeout: float = 240,

@@ -12,9 +12,10 @@ import httpx
 import pytest
 
 from ingest.metrics import word_error_rate
+from models.process import free_port
 from tests.conftest import REPO, shared
 from tests.ingest.helpers import TOKEN, audio_params, load_16k, pcm_chunks
-from tests.support import listen_port, wait_healthy
+from tests.support import wait_healthy
 
 OCTET = {"Content-Type": "application/octet-stream"}
 
@@ -29,7 +30,7 @@ def test_kill_9_mid_stream_loses_nothing_acknowledged(tmp_path):
     data_dir = tmp_path / "data"
     audio = load_16k(shared("speech/jfk.flac"))
     chunks = pcm_chunks(audio, seconds=2.0)
-    port = listen_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     proc = _start(data_dir, port)
     try:
@@ -46,7 +47,7 @@ def test_kill_9_mid_stream_loses_nothing_acknowledged(tmp_path):
         on_disk = (data_dir / "audio" / session_id / "audio.pcm").stat().st_size
         assert on_disk >= acknowledged
 
-        port = listen_port()
+        port = free_port()
         base = f"http://127.0.0.1:{port}"
         proc = _start(data_dir, port)
         wait_healthy(proc, f"{base}/health", "the ingest server", 180)

@@ -17,8 +17,8 @@ import uvicorn
 
 from ingest.settings import IngestSettings
 from memory.settings import MemorySettings
+from models.process import free_port
 from models.settings import ModelSettings
-from tests.support import listen_port
 from web.app import create_app
 from web.runtime import start_runtime
 
@@ -47,7 +47,7 @@ def fresh_database(server_dsn: str) -> str:
 @contextlib.contextmanager
 def live_annie(data_dir: Path, database_url: str, model_settings: ModelSettings) -> Iterator[str]:
     """Serve Annie on a free loopback port; yields its base URL; stops everything after."""
-    port = listen_port()
+    port = free_port()
     ready = threading.Event()
     state: dict = {}
 

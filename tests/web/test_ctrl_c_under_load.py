@@ -25,10 +25,10 @@ import pytest
 from memory.db import open_database
 from memory.pg_embedded import EmbeddedPostgres
 from memory.settings import MemorySettings
-from models.process import pid_alive, read_pid
+from models.process import free_port, pid_alive, read_pid
 from tests.conftest import REPO, shared
 from tests.ingest.helpers import load_16k, pcm_chunks
-from tests.support import listen_port, wait_healthy
+from tests.support import wait_healthy
 
 ANNIE = str(Path(sys.executable).parent / "annie")
 UID = "omi-ctrl-c"
@@ -127,7 +127,7 @@ async def _after_restart(settings: MemorySettings) -> tuple[dict, list[dict]]:
 def test_ctrl_c_during_omi_upload_and_extraction(scratch_dir):
     data_dir = scratch_dir / "annie"
     log_path = scratch_dir / "serve.log"
-    port = listen_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     chunks = pcm_chunks(load_16k(shared("speech/jfk.flac")), seconds=1.0)
     proc = _start(data_dir, port, log_path)

@@ -12,8 +12,8 @@ import uvicorn
 
 from ingest.omi import SIGNATURE_HEADER, sign
 from ingest.service import IngestService
+from models.process import free_port
 from tests.ingest.helpers import DEVICE_SECRET, UID, build_app, settings_for
-from tests.support import listen_port
 from web.redact import Redactor, install_redaction
 
 TOKEN = "tok-SECRET-value-123456"
@@ -36,7 +36,7 @@ async def test_no_log_line_carries_a_secret(tmp_path, model_settings):
     service = IngestService(settings, model_settings)
     await service.start()
     app = build_app(service, token=TOKEN)
-    port = listen_port()
+    port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="info")  # uvicorn's own log setup
     captured = io.StringIO()
     handler = logging.StreamHandler(captured)

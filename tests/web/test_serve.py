@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from models.process import pid_alive, read_pid
-from tests.support import listen_port, wait_healthy
+from models.process import free_port, pid_alive, read_pid
+from tests.support import wait_healthy
 
 ANNIE = str(Path(sys.executable).parent / "annie")
 
@@ -58,7 +58,7 @@ def data_dir(scratch_dir) -> Path:
 
 
 def test_serve_health_token_and_ctrl_c_stops_everything(data_dir):
-    port = listen_port()
+    port = free_port()
     proc = _start(data_dir, port)
     try:
         wait_healthy(proc, f"http://127.0.0.1:{port}/health", "annie serve", log=_log(data_dir, port))
@@ -83,7 +83,7 @@ def test_serve_health_token_and_ctrl_c_stops_everything(data_dir):
 
 
 def test_second_run_after_kill_9_recovers(data_dir):
-    port = listen_port()
+    port = free_port()
     first = _start(data_dir, port)
     wait_healthy(first, f"http://127.0.0.1:{port}/health", "annie serve", log=_log(data_dir, port))
     token = (data_dir / "token").read_text().strip()
