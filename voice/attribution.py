@@ -23,8 +23,9 @@ person asked about speaks only to the other ("How was your charity race?"), when
 question asks about the person's own thing ("her charity race", "Jon's tattoo"): not when
 it asks what they said about someone else's ("What did Tom say about my car?"). Whatever
 the question asks about, so is such a line that asks the other about it ("What made you
-pick that agency?" for "Why did Melanie choose the adoption agency?"), unless the question
-asks what the person said, asked or thought. When the question asks about the person's
+pick that agency?" for "Why did Melanie choose the adoption agency?", or "That bowl is
+gorgeous! ... Did you make it?": on LoCoMo's dev questions two more adversarial ones
+stopped, no answerable one), unless the question asks what the person said, asked or thought. When the question asks about the person's
 own thing, so is a line of theirs whose every sentence holding the thing speaks to the
 other (says "you" or calls someone else by name) and not in the first person: "Hey
 Gina, congrats on the clothing store! ... I'm staying positive" is about Gina's store, and
@@ -66,7 +67,8 @@ you to start making gaming videos?", said by Joanna, asks Nate. A line that only
 a "she" or "he" counts here for nothing ("she is getting married in June" for "Who is Maya
 marrying?"). With this rule and two above (a line's first-person sentences, a call to
 anyone), LoCoMo's dev questions without the model: 92 of 173 adversarial questions
-stopped instead of 83, and no more of the 584 answerable ones.
+stopped instead of 83 (94 with the pointing question above), and no more of the 584
+answerable ones.
 """
 
 from __future__ import annotations
@@ -86,6 +88,8 @@ _FIRST = frozenset("i me my mine myself we us our ours ourselves i'm i've i'd i'
 # left out: mostly the speaker's own family or friends, "my kids ... their school").
 _SECOND = frozenset("you your yours yourself yourselves you're you've you'd you'll".split())
 _THIRD_POSSESSIVES = frozenset("his her their".split())
+# Words pointing back at a thing just named ("Did you make it?", "What made you pick that?").
+_BACK = frozenset("it that this them those these".split())
 _THIRD_SINGULAR = frozenset("he him his she her hers he's she's he'd she'd he'll she'll".split())
 # A question about what someone said or asked: their question to the other answers it.
 _SAYING = re.compile(r"\b(?:say|says|said|tell|tells|told|ask|asks|asked|mention|mentions|mentioned|talk|talks|"
@@ -237,11 +241,18 @@ def _holds(text: str, needed: list[str]) -> bool:
 def _asks_about(line: _Line, needed: list[str]) -> bool:
     """A sentence of the line holds every ``needed`` stem and speaks to the listener, and
     the line ends by asking them ("What made you pick that agency?", "What do you love
-    about camping with your fam?"). A question at the end of one's own news ("Just got
-    back from a road trip, it was fun! Anything exciting with you?") is not about the trip."""
+    about camping with your fam?"), or an earlier sentence holds them and the last asks
+    the listener about "it" or "that" ("That bowl is gorgeous! ... Did you make it?"). A
+    question at the end of one's own news ("Just got back from a road trip, it was fun!
+    Anything exciting with you?") is not about the trip."""
     if not line.words.rstrip().rstrip("\"')”’ ").endswith("?"):
         return False
-    return any(_holds(sentence, needed) and _pronouns(sentence) & _SECOND for sentence in _SENTENCES.split(line.words))
+    sentences = _SENTENCES.split(line.words)
+    if any(_holds(sentence, needed) and _pronouns(sentence) & _SECOND for sentence in sentences):
+        return True
+    # "That bowl is gorgeous! ... Did you make it?": the question points back at the thing.
+    last = _word_set(sentences[-1])
+    return bool(last & _SECOND and last & _BACK) and any(_holds(sentence, needed) for sentence in sentences[:-1])
 
 
 def _whose(line: _Line, needed: list[str]) -> str | None:

@@ -291,3 +291,13 @@ def test_a_line_naming_the_person_keeps_the_next_lines_she_theirs(lines):
     text = ["2026-11-26 SPEAKER_01 said: Maya called this morning."]
     text += [f"2026-11-26 SPEAKER_01 said: She {' '.join(words)} work." for words in lines[:1]]
     assert reply("What does Maya do for work?", *text) is None
+
+
+def test_a_question_pointing_back_at_the_thing_asks_the_other_about_it():
+    bowl = "2023-07-03 Caroline said: That bowl is gorgeous! The design looks so fancy. Did you make it?"
+    assert reply("Did Caroline make the bowl?", bowl) == "I don't remember Caroline talking about the bowl."
+    # Her own news, then a question that is not about it; or her own bowl too.
+    news = "2023-07-03 Caroline said: Just made a bowl, it was fun! Anything exciting with you?"
+    assert reply("Did Caroline make the bowl?", news) is None
+    too = "2023-07-03 Caroline said: That bowl is gorgeous! I made one too. Did you make it?"
+    assert reply("Did Caroline make the bowl?", too) is None
