@@ -301,3 +301,12 @@ def test_a_question_pointing_back_at_the_thing_asks_the_other_about_it():
     assert reply("Did Caroline make the bowl?", news) is None
     too = "2023-07-03 Caroline said: That bowl is gorgeous! I made one too. Did you make it?"
     assert reply("Did Caroline make the bowl?", too) is None
+
+
+def test_a_phrase_no_line_names_whole_is_read_by_its_last_word():
+    agency = "2023-05-25 Melanie said: Wow, that agency looks great! What made you pick it?"
+    chose = "2023-05-25 Caroline said: I chose them 'cause they help LGBTQ+ folks with adoption."
+    assert reply("Why did Melanie choose the adoption agency?", agency, chose) == (
+        "I don't remember Melanie talking about the adoption agency.")
+    hers = "2023-05-25 Melanie said: The agency we picked was so kind to us."
+    assert reply("Why did Melanie choose the adoption agency?", agency, chose, hers) is None
