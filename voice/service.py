@@ -177,7 +177,7 @@ class VoiceService:
             raise VoiceError(503, f"all {self.settings.max_voice_sessions} voice sessions are in use; try again later")
         session = VoiceSession(new_session_id("voice"), backend, chosen)
         self._sessions[session.id] = session
-        self.primer.warm_soon()  # the page connects next: have the prompt ready
+        self.primer.warm_soon(for_session=True)  # the page connects next: have its prompt ready
         return session
 
     def session(self, session_id: str) -> VoiceSession:

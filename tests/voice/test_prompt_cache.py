@@ -100,3 +100,25 @@ async def test_a_fixed_reply_is_read_ahead_so_the_next_turn_reads_only_its_own_w
     # Read for this turn: its own few words and the time line, not the remembered sentence
     # and the reply before it (about 40 tokens more).
     assert 0 < timings["prompt_tokens"] < 25, timings
+
+
+@pytest.mark.slow
+async def test_a_session_starting_after_memory_changed_finds_its_prompt_cached(managed_llm, tmp_path):
+    # Every warm-up outside a session fetches the briefing anew (as one does a minute later).
+    settings = voice_settings(tmp_path, briefing_refresh_s=0.0)
+    memory = FixedMemory()
+    primer = PromptPrimer(managed_llm.client, memory, settings)
+    primer.warm_soon()
+    await primer.wait()
+    # Memory changes before the session starts (an Omi conversation was extracted).
+    memory.hits[:0] = FixedMemory(["Yesterday I adopted a grey cat called Pixel from the shelter."]).hits
+    primer.warm_soon(for_session=True)  # what creating a voice session does
+    system = Agent(managed_llm.client, None, settings).system_prompt(await primer.session_briefing())
+    await primer.wait()
+    async with httpx.AsyncClient(base_url=managed_llm.client.base_url, timeout=300) as http:
+        reply = (await http.post("chat/completions", json={
+            "model": managed_llm.client.model, "max_tokens": 1,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": "Hello."}],
+        })).json()
+    assert "Pixel" not in system  # the session took the briefing already read
+    assert reply["timings"]["prompt_n"] < 16, reply["timings"]
