@@ -91,8 +91,8 @@ class PromptPrimer:
         (:meth:`session_briefing`) while that is recent enough; so only the time line is
         read again for it. Fetching a new briefing then would have the server read that
         one into the cache slot that held the session's, which the session's first turn
-        would then read again from where the two differ (about 60 tokens, 0.8 s, when
-        memory changed since the last warm-up)."""
+        would then read again from where the two differ (40 tokens, half a second, in
+        its test, when memory changed since the last warm-up)."""
         if self._task is not None and not self._task.done():
             return
         reuse = self._ready if for_session and self._fresh(self._ready, self.settings.briefing_max_age_s) else None
