@@ -25,14 +25,14 @@ it asks what they said about someone else's ("What did Tom say about my car?"). 
 the question asks about, so is such a line that asks the other about it ("What made you
 pick that agency?" for "Why did Melanie choose the adoption agency?", or "That bowl is
 gorgeous! ... Did you make it?": on LoCoMo's dev questions two more adversarial ones
-stopped, no answerable one), unless the question asks what the person said, asked or thought. When the question asks about the person's
-own thing, so is a line of theirs whose every sentence holding the thing speaks to the
-other (says "you" or calls someone else by name) and not in the first person: "Hey
-Gina, congrats on the clothing store! ... I'm staying positive" is about Gina's store, and
-"That charity race sounds great, Mel!" about Mel's race, though memory returned no line
-of Mel's (on LoCoMo's dev questions: one more adversarial question stopped, and two
-answerable ones whose evidence memory had not returned). When the question asks about the person's own
-thing, a possessive before the thing in a line says whose it is: "now I can expand my
+stopped, no answerable one), unless the question asks what the person said, asked or
+thought. When the question asks about the person's own thing, so is a line of theirs
+whose every sentence holding the thing speaks to the other (says "you" or calls someone
+else by name) and not in the first person: "Hey Gina, congrats on the clothing store!
+... I'm staying positive" is about Gina's store, and "That charity race sounds great,
+Mel!" about Mel's race, though memory returned no line of Mel's (on LoCoMo's dev
+questions: one more adversarial question stopped, and two answerable ones whose evidence
+memory had not returned). When the question asks about the person's own thing, a possessive before the thing in a line says whose it is: "now I can expand my
 clothing store" said by Gina is hers whoever else she speaks to, and "Your store looks
 great, I remember it!" said by Jon is the other's, unless another sentence of his tells
 of his own ("I love action and sci-fi movies! What's your favorite genre?" may answer
