@@ -38,7 +38,7 @@ from voice.intent_rules import (
     said_in,
 )
 from voice.memory_port import MemoryPort
-from voice.prefill import TurnPrefill
+from voice.prefill import NEXT_TURN, TurnPrefill
 from voice.prompts import ARGUMENTS_SYSTEM, MEMORY_NOTE, PLAIN_ANSWER, TOOL_NOTE, router_messages, system_prompt
 from voice.settings import ToolRouting, VoiceSettings
 from voice.textfilter import ToolCall, ToolTextFilter
@@ -376,6 +376,13 @@ class Agent:
                 if key in stats:
                     timings[key] = timings.get(key, 0.0) + stats[key]
 
+    def read_ahead(self, messages: list[dict[str, Any]]) -> None:
+        """After a reply (``messages``, the conversation with it last): have the LLM read the
+        conversation and the start of the next user turn into its prompt cache, as
+        :meth:`respond` will send them (:mod:`voice.prefill`)."""
+        convo = trim_history([*messages, NEXT_TURN], self.settings.max_history_messages)
+        self.prefill.start(llm_messages(convo))
+
     async def respond(self, messages: list[dict[str, Any]]) -> AsyncIterator[AgentEvent]:
         """One turn: route, run tools, stream the filtered reply. Never waits for a
         prompt-cache warm-up: a prompt not yet cached is read now."""
@@ -388,7 +395,7 @@ class Agent:
         if (fixed := await self.forgets.reply(last_user_text(convo))) is not None:
             yield TextDelta(fixed)
             timings["total_s"] = time.perf_counter() - started
-            self.prefill.start(llm_messages([*convo, {"role": "assistant", "content": fixed}]))
+            self.read_ahead([*convo, {"role": "assistant", "content": fixed}])
             yield TurnDone(fixed, ["forget"], timings)
             return
 
@@ -445,7 +452,7 @@ class Agent:
                     text = fixed
                     yield TextDelta(text)
                     timings["total_s"] = time.perf_counter() - started
-                    self.prefill.start(llm_messages([*convo, {"role": "assistant", "content": text}]))
+                    self.read_ahead([*convo, {"role": "assistant", "content": text}])
                     yield TurnDone(text, used, timings)
                     return
 

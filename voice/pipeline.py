@@ -391,4 +391,12 @@ def build_pipeline(
     if transport is not None:
         processors = [transport.input(), *processors, transport.output()]
     processors += [SpokenToPage(), assistant_agg]
+
+    @assistant_agg.event_handler("on_assistant_turn_stopped")
+    async def read_ahead(_aggregator: Any, message: Any) -> None:
+        # The reply is in the context as said: the LLM reads it and the next turn's opening
+        # while the user listens (not when the user cut in: they are speaking now).
+        if not message.interrupted:
+            agent.read_ahead(context.get_messages())
+
     return VoicePipeline(Pipeline(processors), context, llm, stt, tts, double_talk)

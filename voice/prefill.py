@@ -10,6 +10,14 @@ turn reads only its own words.
 
 Not for a cloud LLM: it bills every token it reads, and its cache is not ours to fill.
 
+The same read follows every reply (:meth:`voice.agent.Agent.read_ahead`, once the
+voice has said it): the next turn's prompt starts with the conversation so far and the
+chat template's opening of a user message (``<|im_end|>``, ``<|im_start|>user``, a newline),
+which the server never has in its cache, since a reply ends where the model stopped. The read
+ends the conversation with an empty user message (:data:`NEXT_TURN`), so the next turn reads
+only the user's words and the template's few tokens after them: about 17 tokens for a short
+question instead of 22, each 25-35 ms on two cores while the voice runs.
+
 The next reply waits for a read still under way (:meth:`TurnPrefill.settle`): the server
 would otherwise give it another slot, one without the conversation in its cache.
 """
@@ -27,20 +35,27 @@ from models.llm_client import LLMClient
 log = logging.getLogger(__name__)
 
 
+# Read after the conversation: the start of the next user turn, up to its words.
+NEXT_TURN: dict[str, str] = {"role": "user", "content": ""}
+
+
 class TurnPrefill:
     def __init__(self, llm: LLMClient, wait_s: float = 10.0) -> None:
         self.llm = llm
         self.enabled = disclosure_for(llm) is Disclosure.LOCAL
         self.wait_s = wait_s  # longest a reply waits for a read under way
         self._task: asyncio.Task | None = None
+        self.reading: list[dict[str, Any]] | None = None  # the read under way, or the last one
         self.reads = 0  # reads that finished (for tests and status)
 
     def start(self, messages: list[dict[str, Any]]) -> None:
-        """Read ``messages`` (the conversation with the fixed reply last) in the background."""
-        if not self.enabled:
+        """Read ``messages`` (the conversation, :data:`NEXT_TURN` last) in the background, in
+        place of a read under way; nothing when it is the read under way or the last one."""
+        if not self.enabled or messages == self.reading:
             return
         if self._task is not None and not self._task.done():
             self._task.cancel()
+        self.reading = messages
         self._task = asyncio.get_running_loop().create_task(self._read(messages), name="turn-prefill")
 
     async def _read(self, messages: list[dict[str, Any]]) -> None:
@@ -48,6 +63,7 @@ class TurnPrefill:
             await self.llm.chat(messages, max_tokens=1)
         except Exception as exc:  # noqa: BLE001 - a read ahead is best effort
             log.info("reading the last turn ahead failed: %s", exc)
+            self.reading = None
             return
         self.reads += 1
 

@@ -1,5 +1,6 @@
 """Pipeline pieces under pipecat's run_test: tool-call text filtering, sentence
-splitting before TTS, the memory briefing in the system prompt, barge-in."""
+splitting before TTS, the memory briefing in the system prompt, barge-in, the next turn
+read ahead after a spoken reply."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pipecat.frames.frames import (
     LLMContextFrame,
     LLMFullResponseEndFrame,
     LLMFullResponseStartFrame,
+    LLMRunFrame,
     LLMTextFrame,
     OutputTransportMessageUrgentFrame,
     TTSAudioRawFrame,
@@ -24,7 +26,8 @@ from pipecat.tests.utils import SleepFrame, run_test
 from tests.voice.support import BrokenMemory, FixedMemory, voice_settings
 from voice.agent import STORED, Agent
 from voice.clause_aggregator import FirstClauseAggregator
-from voice.pipeline import AgentLLMProcessor, SharedKokoroTTSService, ToolTextGuard
+from voice.pipeline import AgentLLMProcessor, SharedKokoroTTSService, ToolTextGuard, build_pipeline
+from voice.prefill import NEXT_TURN
 from voice.primer import PromptPrimer
 from voice.recorder import ConversationRecorder, Device
 
@@ -147,3 +150,18 @@ async def test_fixed_phrases_are_spoken_from_the_cache(voice_models):
     assert [f.text.strip() for f in down if isinstance(f, TTSTextFrame)] == [STORED]
     # All of the cached phrase, resampled to the output rate (16-bit mono).
     assert abs(len(audio) / 2 / tts.sample_rate - len(samples) / rate) < 0.05
+
+
+async def test_a_spoken_reply_is_followed_by_a_read_of_the_next_turn(voice_models, managed_llm, tmp_path):
+    agent = Agent(managed_llm.client, FixedMemory(), voice_settings(tmp_path))
+    system = agent.system_prompt("")
+    built = build_pipeline(transport=None, models=voice_models, agent=agent, system_prompt=system, voice="af_heart",
+                           settings=voice_settings(tmp_path), recorder=None)
+    built.context.add_message({"role": "user", "content": "Say good morning in Italian."})
+    await run_test(built.pipeline, frames_to_send=[LLMRunFrame(), SleepFrame(sleep=8.0)])
+    await agent.prefill.settle()
+    messages = built.context.get_messages()
+    assert messages[-1]["role"] == "assistant" and messages[-1]["content"].strip()
+    # Read once the reply was said: the conversation as the next turn sends it, up to its words.
+    assert agent.prefill.reads == 1
+    assert agent.prefill.reading == [*messages, NEXT_TURN]

@@ -122,3 +122,31 @@ async def test_a_session_starting_after_memory_changed_finds_its_prompt_cached(m
         })).json()
     assert "Pixel" not in system  # the session took the briefing already read
     assert reply["timings"]["prompt_n"] < 16, reply["timings"]
+
+
+async def _next_turn_read(agent: Agent, first: str, then: str, *, read_ahead: bool) -> float:
+    """Prompt tokens the LLM server read for ``then``, asked after the reply to ``first``."""
+    messages = [{"role": "system", "content": agent.system_prompt("")}, {"role": "user", "content": first}]
+    reply = "".join([event.text async for event in agent.respond(messages) if isinstance(event, TextDelta)])
+    messages.append({"role": "assistant", "content": reply})
+    if read_ahead:
+        agent.read_ahead(messages)
+        await agent.prefill.settle()
+    timings: dict = {}
+    async for event in agent.respond([*messages, {"role": "user", "content": then}]):
+        timings = getattr(event, "timings", timings)
+    return timings["prompt_tokens"]
+
+
+@pytest.mark.slow
+async def test_after_a_reply_the_next_turn_reads_only_its_words(managed_llm, intent_router, tmp_path):
+    """A reply ends where the model stopped: the next prompt's opening of the user message
+    (``<|im_end|>``, ``<|im_start|>user``, a newline) was never read. Read ahead, the next
+    turn reads its words and the few tokens after them."""
+    agent = Agent(managed_llm.client, FixedMemory(), voice_settings(tmp_path), intent_router)
+    without = await _next_turn_read(agent, "Say hello in French.", "What is the capital of France?",
+                                    read_ahead=False)
+    read = await _next_turn_read(agent, "Say hello in Spanish.", "What is the capital of Spain?", read_ahead=True)
+    assert agent.prefill.reads == 1
+    # "What is the capital of Spain?" is 7 tokens, the template after it 5.
+    assert read <= 13 and read <= without - 4, (read, without)
