@@ -62,7 +62,15 @@ class PriorityGate:
                 self._busy.clear()
                 self._idle.set()
 
-    async def wait_idle(self) -> None:
+    async def wait_idle(self, *, meanwhile: Callable[[], Awaitable[None]] | None = None,
+                        every_s: float = 60.0) -> None:
+        """Until no live turn holds the gate. ``meanwhile`` is awaited every ``every_s`` of
+        the wait: a job renews its lease there, since a voice session can last longer."""
+        while meanwhile is not None and not self._idle.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._idle.wait(), every_s)
+                return
+            await meanwhile()
         await self._idle.wait()
 
     async def yielding(self, work: Callable[[], Awaitable[T]], what: str = "background work",

@@ -156,7 +156,12 @@ class Extractor:
             self._job_id = None
 
     async def _between_chunks(self) -> None:
-        await self.gate.wait_idle()
+        # The lease is renewed while the job waits for a conversation to end too: a voice
+        # session longer than the lease would otherwise let a second worker take the job.
+        await self.gate.wait_idle(meanwhile=self._renew_lease, every_s=LEASE_S / 3)
+        await self._renew_lease()
+
+    async def _renew_lease(self) -> None:
         if self._job_id is not None:
             await self.pool.execute(
                 "UPDATE jobs SET lease_until = now() + make_interval(secs => $2) WHERE id = $1 AND state = 'running'",

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from memory import jobs
+from memory.extraction import job as extraction_job
 from memory.worker import JobWorker, PriorityGate
 
 
@@ -190,3 +191,21 @@ async def test_background_work_through_the_gate_stops_for_a_live_turn_and_starts
     with pytest.raises(ValueError, match="bad reply"):
         await gate.yielding(broken)
     assert gate.stopped_for_live == 1 and not gate.busy
+
+
+async def test_an_extraction_waiting_for_a_long_conversation_keeps_its_lease(pool, monkeypatch):
+    """A job waits between chunks while a voice session holds the gate; a session longer
+    than the lease must not let the lease run out (a second worker would run the job too)."""
+    monkeypatch.setattr(extraction_job, "LEASE_S", 0.6)
+    await jobs.enqueue(pool, "extract", "s1", {"session_id": "s1"})
+    job = await jobs.lease(pool, "w1", lease_s=0.6)
+    gate = PriorityGate()
+    extractor = extraction_job.Extractor(pool, "owner", lambda: None, gate)
+    extractor._job_id = job.id  # as while it runs the job
+    async with gate.live_turn():
+        waiting = asyncio.create_task(extractor._between_chunks())
+        await asyncio.sleep(1.5)  # the conversation outlasts the lease
+        assert not waiting.done()
+        assert await pool.fetchval("SELECT lease_until > now() FROM jobs WHERE id = $1", job.id)
+        assert await jobs.reap_stale(pool) == 0
+    await asyncio.wait_for(waiting, 2)
