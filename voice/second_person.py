@@ -1,31 +1,64 @@
 """Replies speak to the user as "you": "the user's sister" becomes "your sister".
 
 The system prompt asks for it, and the small model still slips when its memory note says
-"the user": "The user's friend is Ana.", twice in one voice benchmark of 20 turns. The
-possessive is rewritten as the reply streams ("the user's" -> "your", "The user's" ->
-"Your"); other uses are left as written, since the verb after them would need changing
-too ("The user is" is not "You is").
+"the user": "The user's friend is Ana." and "The user said they want to plant tomatoes",
+in voice benchmark runs of 20 turns. As the reply streams, "the user" is rewritten where
+the words around it say how: the possessive ("the user's" -> "your"), the subject before a
+verb this module knows ("The user is" -> "You are", "the user said" -> "you said"), and the
+object after a preposition or a verb of telling ("to the user" -> "to you"). Any other use
+is left as written, since a verb it does not know would come out wrong ("You lives").
 
-The text comes in pieces ("The", " user", "'s"): a piece that ends in what may be the start
-of "the user's" is held back until the next piece shows whether it is.
+The text comes in pieces ("The", " user", "'s"): the end of a piece that may still become
+one of these is held back (with the word before it) until the next piece shows what it is.
 """
 
 from __future__ import annotations
 
 import re
 
-_POSSESSIVE = re.compile(r"\b([Tt])he user['’]s\b")
-_WHOLE = "the user's"
+# Third person -> second person; a verb that is the same for both (past tense, modals)
+# maps to itself.
+_VERBS = {
+    "is": "are", "was": "were", "has": "have", "does": "do", "wants": "want", "needs": "need",
+    "likes": "like", "loves": "love", "lives": "live", "works": "work", "plans": "plan", "says": "say",
+    "thinks": "think", "feels": "feel", "knows": "know", "hopes": "hope", "enjoys": "enjoy",
+    "prefers": "prefer", "mentions": "mention", "remembers": "remember",
+    "isn't": "aren't", "wasn't": "weren't", "hasn't": "haven't", "doesn't": "don't",
+    **{verb: verb for verb in (
+        "said mentioned told asked wanted wrote shared went had did planned liked loved lived worked noted "
+        "remembered moved thought felt knew hoped enjoyed preferred will would can could should might may must "
+        "also").split()},
+}
+_OBJECT_BEFORE = ("to for with about from remind reminded tell told ask asked help helped give gave show showed "
+                  "let thank").split()
+
+# A word counts as whole once a character that cannot continue it follows (or the reply ends).
+_WHOLE = r"(?=[^\w'’]{end})"
+_POSSESSIVE = r"\b([Tt])he user['’]s" + _WHOLE
+_SUBJECT = r"\b([Tt])he user (\w+(?:n['’]t)?)" + _WHOLE
+_OBJECT = r"\b(" + "|".join(_OBJECT_BEFORE) + r") the user" + _WHOLE
+# The end of a text that may still become one of them: "t", "the us", "the user'", "the user sa".
+_OPEN = re.compile(r"(?:\b\w+\s+)?\b(?:t|th|the|the\s|the\su|the\sus|the\suse|the\suser|the\suser['’]"
+                   r"|the\suser['’]s|the\suser\s\w*(?:n|n['’])?)$", re.IGNORECASE)
+_PATTERNS = {final: [re.compile(p.format(end="|$" if final else ""), flags)
+                     for p, flags in ((_POSSESSIVE, 0), (_SUBJECT, 0), (_OBJECT, re.IGNORECASE))]
+             for final in (False, True)}
 
 
-def _held_from(text: str) -> int:
-    """Where the tail of ``text`` that may be the start of "the user's" begins (len: none)."""
-    lower = text.lower().replace("’", "'")
-    for start in range(max(0, len(text) - len(_WHOLE)), len(text)):
-        tail = lower[start:]
-        if _WHOLE.startswith(tail) and (start == 0 or not lower[start - 1].isalnum()):
-            return start
-    return len(text)
+def _subject(match: re.Match) -> str:
+    verb = _VERBS.get(match.group(2).lower().replace("’", "'"))
+    if verb is None:
+        return match.group(0)
+    return f"{'Y' if match.group(1) == 'T' else 'y'}ou {verb}"
+
+
+def rewrite(text: str, *, final: bool = True) -> str:
+    """``text`` with "the user" rewritten where the words around it say how; ``final``
+    False: a word at the very end may go on in the next piece and is left for then."""
+    possessive, subject, obj = _PATTERNS[final]
+    text = possessive.sub(lambda m: "Your" if m.group(1) == "T" else "your", text)
+    text = subject.sub(_subject, text)
+    return obj.sub(lambda m: f"{m.group(1)} you", text)
 
 
 class SecondPerson:
@@ -34,16 +67,13 @@ class SecondPerson:
 
     def feed(self, text: str) -> str:
         """The text that can be given out now, rewritten."""
-        text = _POSSESSIVE.sub(_your, self._held + text)
-        cut = _held_from(text)
+        text = rewrite(self._held + text, final=False)
+        match = _OPEN.search(text)
+        cut = match.start() if match else len(text)
         self._held = text[cut:]
         return text[:cut]
 
     def finish(self) -> str:
         """What was held back at the end of the reply."""
         held, self._held = self._held, ""
-        return held
-
-
-def _your(match: re.Match) -> str:
-    return "Your" if match.group(1) == "T" else "your"
+        return rewrite(held)
