@@ -355,7 +355,7 @@ class Agent:
         stats: dict[str, float] = {}
         said = len(spoken)
         echo = EchoGuard(NOTE_HEADINGS)
-        you = SecondPerson()  # "the user's" -> "your"
+        you = SecondPerson()  # "the user's" -> "your", "The user said" -> "You said"
         try:
             async for delta in self.llm.stream(llm_messages(convo), max_tokens=self.settings.max_reply_tokens,
                                                temperature=self.settings.reply_temperature, stats=stats):
