@@ -18,6 +18,10 @@ word's speaking time per word, so the reply gets ahead of the voice as it goes a
 chunks grow to whole sentences, which keeps the voice's intonation over them.
 
 A chunk cut short of a sentence end is cut where a phrase ends (:func:`phrase_end`).
+
+A reply that is one of Annie's fixed phrases (``whole``: "I don't have anything about that in
+my memory.") comes as one piece and goes to the voice whole, which says it from its cache of
+those phrases; cut at four words, it was made by Kokoro like any other reply.
 """
 
 from __future__ import annotations
@@ -66,8 +70,10 @@ def spoken_words(word: str) -> int:
 
 class FirstClauseAggregator(SimpleTextAggregator):
     def __init__(self, *, min_words: int = 2, max_words: int = 4, later_min_words: int = 3,
-                 later_max_words: int = 4, growth: float = 1.5, **kwargs) -> None:
+                 later_max_words: int = 4, growth: float = 1.5, whole: frozenset[str] = frozenset(),
+                 **kwargs) -> None:
         super().__init__(**kwargs)
+        self.whole = whole  # replies given to the voice uncut
         self.min_words = min_words
         self.max_words = max_words
         self.later_min_words = later_min_words
@@ -111,6 +117,10 @@ class FirstClauseAggregator(SimpleTextAggregator):
         if self._aggregation_type == TextType.TOKEN:
             async for aggregation in super().aggregate(text):
                 yield aggregation
+            return
+        if not self._text and not self._last_words and text.strip() in self.whole:
+            self._record_chunk(text)
+            yield Aggregation(text=text.strip(), type=TextType.SENTENCE)
             return
         for char in text:
             self._text += char

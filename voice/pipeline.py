@@ -386,7 +386,8 @@ def build_pipeline(
     llm = AgentLLMProcessor(agent, recorder)
     tts = SharedKokoroTTSService(models=models, voice=voice, stop_frame_timeout_s=settings.tts_stop_frame_timeout_s)
     # The first clause of a reply goes to the voice at once, then chunks that grow to sentences.
-    clauses = LLMTextProcessor(text_aggregator=FirstClauseAggregator(max_words=settings.first_chunk_max_words))
+    clauses = LLMTextProcessor(text_aggregator=FirstClauseAggregator(
+        max_words=settings.first_chunk_max_words, whole=frozenset(phrase for _, phrase in models.phrases)))
     processors: list[FrameProcessor] = [stt, UserTranscriptToPage(), user_agg, llm, ToolTextGuard(), clauses, tts]
     if transport is not None:
         processors = [transport.input(), *processors, transport.output()]

@@ -24,7 +24,7 @@ from pipecat.processors.aggregators.llm_text_processor import LLMTextProcessor
 from pipecat.tests.utils import SleepFrame, run_test
 
 from tests.voice.support import BrokenMemory, FixedMemory, voice_settings
-from voice.agent import STORED, Agent
+from voice.agent import NOTHING_FOUND, STORED, Agent
 from voice.clause_aggregator import FirstClauseAggregator
 from voice.pipeline import AgentLLMProcessor, SharedKokoroTTSService, ToolTextGuard, build_pipeline
 from voice.prefill import NEXT_TURN
@@ -149,6 +149,20 @@ async def test_fixed_phrases_are_spoken_from_the_cache(voice_models):
     samples, rate = voice_models.phrases[("af_heart", STORED)]
     assert [f.text.strip() for f in down if isinstance(f, TTSTextFrame)] == [STORED]
     # All of the cached phrase, resampled to the output rate (16-bit mono).
+    assert abs(len(audio) / 2 / tts.sample_rate - len(samples) / rate) < 0.05
+
+
+async def test_a_long_fixed_reply_is_spoken_whole_from_the_cache(voice_models):
+    """Longer than a first chunk, a fixed reply is not cut: the voice says it from its cache."""
+    assert ("af_heart", NOTHING_FOUND) in voice_models.phrases and len(NOTHING_FOUND.split()) > 4
+    tts = SharedKokoroTTSService(models=voice_models, voice="af_heart", stop_frame_timeout_s=30)
+    clauses = FirstClauseAggregator(whole=frozenset(phrase for _, phrase in voice_models.phrases))
+    frames = [LLMFullResponseStartFrame(), LLMTextFrame(NOTHING_FOUND), LLMFullResponseEndFrame(),
+              SleepFrame(sleep=2.0)]
+    down, _ = await run_test(Pipeline([LLMTextProcessor(text_aggregator=clauses), tts]), frames_to_send=frames)
+    assert [f.text.strip() for f in down if isinstance(f, TTSTextFrame)] == [NOTHING_FOUND]
+    audio = b"".join(f.audio for f in down if isinstance(f, TTSAudioRawFrame))
+    samples, rate = voice_models.phrases[("af_heart", NOTHING_FOUND)]
     assert abs(len(audio) / 2 / tts.sample_rate - len(samples) / rate) < 0.05
 
 
