@@ -10,8 +10,8 @@ turn reads only its own words.
 
 Not for a cloud LLM: it bills every token it reads, and its cache is not ours to fill.
 
-The same read follows every reply (:meth:`voice.agent.Agent.read_ahead`, once the
-voice has said it): the next turn's prompt starts with the conversation so far and the
+In a voice session the same read follows every reply (:meth:`voice.agent.Agent.read_ahead`,
+once the voice has said it; a text chat reads ahead only after a fixed reply): the next turn's prompt starts with the conversation so far and the
 chat template's opening of a user message (``<|im_end|>``, ``<|im_start|>user``, a newline),
 which the server never has in its cache, since a reply ends where the model stopped. The read
 ends the conversation with an empty user message (:data:`NEXT_TURN`), so the next turn reads
