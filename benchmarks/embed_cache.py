@@ -14,10 +14,8 @@ import threading
 from array import array
 from pathlib import Path
 
-from memory.query_batch import QueryEmbedder
 from memory.service import MemoryService
-from models.embed import Embedder
-from models.nomic_embed import NomicEmbedder
+from models.text_embedding import TextEmbedder, TextEmbedders
 
 
 def _key(model: str, text: str) -> str:
@@ -25,9 +23,9 @@ def _key(model: str, text: str) -> str:
 
 
 class CachedEmbedder:
-    """An :class:`Embedder` in front of a disk cache: only texts not seen before reach the model."""
+    """A text embedder in front of a disk cache: only texts not seen before reach the model."""
 
-    def __init__(self, embedder: Embedder, directory: Path) -> None:
+    def __init__(self, embedder: TextEmbedder, directory: Path) -> None:
         self._embedder = embedder
         self.name, self.dim = embedder.name, embedder.dim
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -66,31 +64,25 @@ class CachedEmbedder:
             self._db.close()
 
 
-def memory_service(cache_dir: Path | None, large: NomicEmbedder | None = None) -> type[MemoryService]:
-    """The memory service class to build: as is without a cache directory or ``large``; else
-    one whose embedding model (documents and queries) sits behind a :class:`CachedEmbedder`
-    in ``cache_dir``, and is ``large`` (nomic-embed-text, each kind of text with its prefix)
-    when given instead of all-MiniLM-L6-v2."""
-    if cache_dir is None and large is None:
+def memory_service(cache_dir: Path | None, embedders: TextEmbedders | None = None) -> type[MemoryService]:
+    """The memory service class to build: as is without a cache directory or ``embedders``;
+    else one whose every instance embeds with ``embedders`` (started and closed by the
+    caller, so one model serves every conversation of a run), or with memory's configured
+    model loaded once, each view behind a :class:`CachedEmbedder` in ``cache_dir`` when given."""
+    if cache_dir is None and embedders is None:
         return MemoryService
 
     def cached(embedder):
         return CachedEmbedder(embedder, cache_dir) if cache_dir is not None else embedder
 
-    shared: list = []
-    queries = cached(large.queries) if large is not None else None
+    shared: list[TextEmbedders] = []
 
-    class CachingMemoryService(MemoryService):
-        async def _load_embedder(self) -> Embedder:
+    class SharedEmbeddersMemoryService(MemoryService):
+        async def _load_embedders(self) -> TextEmbedders:
             if not shared:
-                shared.append(cached(large.documents if large is not None else await super()._load_embedder()))
-            return shared[0]  # type: ignore[return-value]
+                base = embedders or await super()._load_embedders()
+                # No server of its own: a service's close leaves the shared model running.
+                shared.append(TextEmbedders(cached(base.documents), cached(base.queries)))
+            return shared[0]
 
-        async def embed_query(self, text: str) -> list[float]:
-            if queries is None:
-                return await super().embed_query(text)
-            if self._query_embedder is None:
-                self._query_embedder = QueryEmbedder(queries)  # type: ignore[arg-type]
-            return await self._query_embedder.embed(text)
-
-    return CachingMemoryService
+    return SharedEmbeddersMemoryService

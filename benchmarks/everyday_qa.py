@@ -42,8 +42,8 @@ from memory.embedding import EMBED
 from memory.service import MemoryService
 from memory.settings import MemorySettings
 from memory.vectors.edge import EdgeVectorIndex
-from models.embed import EMBED_DIM
 from models.settings import ModelSettings
+from models.text_embedding import text_embedding_dim
 from voice.agent import STORED
 
 DATA = Path(__file__).parent / "data" / "everyday_qa.json"
@@ -157,7 +157,7 @@ async def planted_memory(prefix: str, database_url: str | None, models: ModelSet
         settings = MemorySettings(data_dir=root / "memory", database_url=database_url)
         db = await open_database(MemorySettings(data_dir=root / "db", database_url=database_url))
         settings = settings.model_copy(update={"database_url": db.dsn})
-        vectors = EdgeVectorIndex(root / "vectors", EMBED_DIM)
+        vectors = EdgeVectorIndex(root / "vectors", text_embedding_dim(models))
         memory = MemoryService(settings, models, db.pool, vectors)
         ingest = IngestService(IngestSettings(data_dir=settings.data_dir, preload_models=False), models)
         try:

@@ -69,10 +69,9 @@ from memory.retrieval.types import Leg
 from memory.service import MemoryService, SearchRequest
 from memory.settings import MemorySettings
 from memory.vectors.edge import EdgeVectorIndex
-from models.embed import EMBED_DIM, EMBED_MODEL_NAME
 from models.llm_client import LLMClient
-from models.nomic_embed import NOMIC_NAME, NomicEmbedder
-from models.settings import ModelSettings
+from models.settings import ModelSettings, TextEmbedderName
+from models.text_embedding import TextEmbedders, start_text_embedders
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
 REPLIES = Path(__file__).parent / "results" / "locomo_graph.replies.json"  # the LLM's extraction replies
@@ -213,9 +212,9 @@ async def extract_sessions(service: MemoryService, sample: dict,
 
 
 async def ingest_conversation(sample: dict, root: Path, db, vectors, models: ModelSettings,
-                              embed_cache: Path | None = None, large: NomicEmbedder | None = None) -> MemoryService:
+                              embed_cache: Path | None = None, embedders: TextEmbedders | None = None) -> MemoryService:
     settings = MemorySettings(data_dir=root / sample["sample_id"], database_url=db.dsn, user_id=sample["sample_id"])
-    service = memory_service(embed_cache, large)(settings, models, db.pool, vectors)
+    service = memory_service(embed_cache, embedders)(settings, models, db.pool, vectors)
     await service.start()  # the watcher is running before the files appear
     payloads = capture_payloads(sample)
     for payload in payloads:
@@ -232,33 +231,35 @@ async def ingest_conversation(sample: dict, root: Path, db, vectors, models: Mod
 
 
 @contextlib.asynccontextmanager
-async def scratch_store(prefix: str, database_url: str | None, dim: int = EMBED_DIM
-                        ) -> AsyncIterator[tuple[Path, Database, EdgeVectorIndex]]:
-    """A temporary directory with a database and a vector index to ingest conversations
-    into, closed afterwards. A failure while closing is printed, not raised: it must not
-    throw away what was measured."""
+async def scratch_store(prefix: str, database_url: str | None, models: ModelSettings
+                        ) -> AsyncIterator[tuple[Path, Database, EdgeVectorIndex, TextEmbedders]]:
+    """A temporary directory with a database, a vector index and memory's embedding model
+    (``models.embedder``, one for every conversation) to ingest conversations into, closed
+    afterwards. A failure while closing is printed, not raised: it must not throw away what
+    was measured."""
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         root = Path(tmp)
+        embedders = await start_text_embedders(models, root / "run")
         db = await open_database(MemorySettings(data_dir=root / "db", database_url=database_url))
-        vectors = EdgeVectorIndex(root / "vectors", dim)
+        vectors = EdgeVectorIndex(root / "vectors", embedders.documents.dim)
         try:
-            yield root, db, vectors
+            yield root, db, vectors, embedders
         finally:
-            await close_quietly(vectors.close, db.close)
+            await close_quietly(vectors.close, db.close, embedders.close)
 
 
 async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = False,
               only: list[str] | None = None, sessions: int | None = None,
               ablation_names: list[str] | None = None, recipe_names: list[str] | None = None,
               embed_cache: Path | None = None, replies: str | None = None, replies_file: Path = REPLIES,
-              resume: bool = False, embedder: str = "minilm") -> dict:
+              resume: bool = False, embedder: str | None = None) -> dict:
     """``replies``: None (the LLM answers), "save" (it answers and its replies are kept in
     ``replies_file``; with ``resume`` the replies already there answer their requests) or
     "replay" (the kept replies answer, no LLM is started)."""
     samples = [s for s in json.loads(DATA.read_text()) if not only or s["sample_id"] in only]
     if sessions:
         samples = [first_sessions(s, sessions) for s in samples]
-    models = ModelSettings(allow_download=False)
+    models = ModelSettings(allow_download=False, **({"embedder": embedder} if embedder else {}))
     recipes = [RecipeName(r) for r in (recipe_names or (RecipeName.HYBRID, RecipeName.BM25, RecipeName.VECTOR))]
     llm = client = recorder = None
     extraction: dict[str, dict] = {}
@@ -284,14 +285,11 @@ async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = F
     scores: dict[str, dict[str, Score]] = {name: defaultdict(Score) for name in variants}
     latencies: dict[str, list[float]] = defaultdict(list)
     ingest_s = 0.0
-    large = await NomicEmbedder.start(models, Path(tempfile.mkdtemp(prefix="annie-embed-"))) \
-        if embedder == "nomic" else None
-    async with scratch_store("annie-locomo-", database_url, large.documents.dim if large else EMBED_DIM) as (
-            root, db, vectors):
+    async with scratch_store("annie-locomo-", database_url, models) as (root, db, vectors, embedders):
         try:
             for sample in samples:
                 start = time.perf_counter()
-                service = await ingest_conversation(sample, root, db, vectors, models, embed_cache, large)
+                service = await ingest_conversation(sample, root, db, vectors, models, embed_cache, embedders)
                 ingest_s += time.perf_counter() - start
                 if client is not None:
                     # extracted here, in order, instead of by the queued background jobs
@@ -335,8 +333,6 @@ async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = F
             if llm is not None:
                 await client.close()
                 await llm.close()
-            if large is not None:
-                await large.close()
     if isinstance(client, Replayer):
         for found in extraction.values():
             found.pop("latency_per_session", None)  # no model ran: nothing to time
@@ -346,7 +342,7 @@ async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = F
         "dataset": f"LoCoMo dev split ({', '.join(s['sample_id'] for s in samples)}), categories 1-4"
                    " (mempalace_session_r@k: all five categories, under 'all5')"
                    + (f", first {sessions} sessions and the questions about them" if sessions else ""),
-        "embedder": NOMIC_NAME if embedder == "nomic" else EMBED_MODEL_NAME,
+        "embedder": embedders.documents.name,
         "ingest_seconds": round(ingest_s, 1),
         "embedding_cache": embed_cache is not None,  # cached vectors: ingest_seconds not comparable
         **({"graph": {"extraction": extraction}} if graph else {}),
@@ -392,9 +388,9 @@ def main() -> None:
                         help="which recipes to measure (default: hybrid, bm25, vector)")
     parser.add_argument("--embed-cache", type=Path, default=None,
                         help="keep computed embeddings in this directory (outside the repository) and reuse them")
-    parser.add_argument("--embedder", choices=["minilm", "nomic"], default="minilm",
-                        help="the text embedding model: all-MiniLM-L6-v2 (memory's default) or "
-                             "nomic-embed-text-v1.5 served by llama-server")
+    parser.add_argument("--embedder", choices=[str(e) for e in TextEmbedderName], default=None,
+                        help="the text embedding model (default: memory's, ANNIE_EMBEDDER): "
+                             "nomic-embed-text-v1.5 served by llama-server, or all-MiniLM-L6-v2")
     parser.add_argument("--name", help="the result's name (default: locomo, or locomo_graph with --graph)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--save-replies", action="store_true",

@@ -69,9 +69,9 @@ async def run(conversations: list[str] | None, database_url: str | None, embed_c
     models = ModelSettings(allow_download=False)
     records: list[dict] = []
     ms: list[float] = []
-    async with scratch_store("annie-locomo-grounding-", database_url) as (root, db, vectors):
+    async with scratch_store("annie-locomo-grounding-", database_url, models) as (root, db, vectors, embedders):
         for sample in samples:
-            service = await ingest_conversation(sample, root, db, vectors, models, embed_cache)
+            service = await ingest_conversation(sample, root, db, vectors, models, embed_cache, embedders)
             await db.pool.execute("ANALYZE segments")
             now = last_session_time(sample) + timedelta(hours=1)
             for qa in sample["qa"]:

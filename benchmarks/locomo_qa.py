@@ -193,7 +193,7 @@ async def run(n: int, conversations: list[str], seed: int, database_url: str | N
     records: list[dict] = list(before)
     ingest_s: dict[str, float] = {}
     started = time.perf_counter()
-    async with scratch_store("annie-locomo-qa-", database_url) as (root, db, vectors):
+    async with scratch_store("annie-locomo-qa-", database_url, models) as (root, db, vectors, embedders):
         path, runtime = await AnswerPath.start(models, root)
         try:
             for sample in pool:
@@ -201,7 +201,7 @@ async def run(n: int, conversations: list[str], seed: int, database_url: str | N
                 if not questions:
                     continue
                 t0 = time.perf_counter()
-                service = await ingest_conversation(sample, root, db, vectors, models)
+                service = await ingest_conversation(sample, root, db, vectors, models, embedders=embedders)
                 await db.pool.execute("ANALYZE segments")
                 ingest_s[sample["sample_id"]] = round(time.perf_counter() - t0, 1)
                 path.gate = service.gate

@@ -57,8 +57,8 @@ from memory.db import open_database
 from memory.service import MemoryService
 from memory.settings import MemorySettings
 from memory.vectors.open import open_vector_index
-from models.embed import EMBED_DIM
 from models.settings import ModelSettings
+from models.text_embedding import text_embedding_dim
 from voice.agent import Agent, TextDelta
 from voice.clause_aggregator import FirstClauseAggregator
 from voice.pipeline import AgentLLMProcessor
@@ -121,7 +121,7 @@ async def planted_memory(data_dir: Path, model_settings: ModelSettings) -> Async
     """A real memory (embedded PostgreSQL, the in-process vector index) holding PLANTED."""
     settings = MemorySettings(data_dir=data_dir, database_url=None, qdrant_url=None)
     db = await open_database(settings, durable_init=False)
-    vectors = await open_vector_index(settings, EMBED_DIM)
+    vectors = await open_vector_index(settings, text_embedding_dim(model_settings))
     memory = MemoryService(settings, model_settings, db.pool, vectors)
     await memory.start()
     try:

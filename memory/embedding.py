@@ -3,7 +3,11 @@
 Each segment gets a deterministic point id (:func:`memory.store.point_id`), so running
 a job twice writes the same points. The embedding model's name is stored on the
 segment and in each point's payload; segments embedded by another model are embedded
-again, so a model switch is detected and repaired by the next job.
+again, so a model switch is detected and repaired by the next job; at start, every session
+holding such segments is queued (:func:`queue_stale`).
+
+A job embeds a few segments at a time (nomic-embed-text takes about a second for 16 on
+two cores) and waits between them while a live voice or chat turn holds the gate.
 """
 
 from __future__ import annotations
@@ -14,16 +18,18 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 
+from memory import jobs
 from memory.jobs import Job
 from memory.store import point_id
 from memory.vectors import VectorIndex, VectorPoint
-from models.embed import Embedder
+from memory.worker import PriorityGate
+from models.text_embedding import TextEmbedder
 
 log = logging.getLogger(__name__)
 
 EMBED = "embed"
 DELETE_VECTORS = "delete_vectors"
-BATCH = 64
+BATCH = 16
 
 
 def embedding_text(speaker: str, text: str) -> str:
@@ -37,19 +43,24 @@ class SegmentEmbedding:
         self,
         pool: asyncpg.Pool,
         vectors: VectorIndex,
-        embedder: Callable[[], Awaitable[Embedder]],
+        embedder: Callable[[], Awaitable[TextEmbedder]],
+        gate: PriorityGate | None = None,
         batch: int = BATCH,
     ) -> None:
         self.pool = pool
         self.vectors = vectors
         self._embedder = embedder
+        self.gate = gate
         self.batch = batch
 
-    async def embed_session(self, session_id: str) -> int:
-        """Embed every segment of the session not yet embedded by the current model."""
+    async def embed_session(self, session_id: str, *, yield_to_live: bool = False) -> int:
+        """Embed every segment of the session not yet embedded by the current model; with
+        ``yield_to_live``, wait before each batch while a live turn holds the gate."""
         embedder = await self._embedder()
         done = 0
         while True:
+            if yield_to_live and self.gate is not None:
+                await self.gate.wait_idle()
             rows = await self.pool.fetch(
                 """SELECT session_id, segment_id, user_id, speaker, text, start_s, end_s, ts
                    FROM segments WHERE session_id = $1 AND embedded_model IS DISTINCT FROM $2
@@ -81,8 +92,21 @@ class SegmentEmbedding:
             done += len(rows)
 
     async def handle_embed(self, job: Job) -> None:
-        count = await self.embed_session(job.payload["session_id"])
+        count = await self.embed_session(job.payload["session_id"], yield_to_live=True)
         log.debug("embedded %d segments of %s", count, job.payload["session_id"])
 
     async def handle_delete(self, job: Job) -> None:
         await self.vectors.delete(list(job.payload["point_ids"]))
+
+
+async def queue_stale(pool: asyncpg.Pool, model: str) -> tuple[int, int]:
+    """Queue an embed job for every session holding segments that ``model`` did not embed
+    (another model's, or none yet); returns (sessions, segments)."""
+    rows = await pool.fetch(
+        """SELECT session_id, count(*) AS n FROM segments
+           WHERE embedded_model IS DISTINCT FROM $1 GROUP BY session_id""",
+        model,
+    )
+    for row in rows:
+        await jobs.enqueue(pool, EMBED, row["session_id"], {"session_id": row["session_id"]})
+    return len(rows), sum(r["n"] for r in rows)

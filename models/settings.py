@@ -19,6 +19,13 @@ class BundledLLM(StrEnum):
     QWEN_0_5B = "qwen2.5-coder-0.5b"
 
 
+class TextEmbedderName(StrEnum):
+    """Memory's text embedding model (see :mod:`models.text_embedding`)."""
+
+    NOMIC = "nomic"  # nomic-embed-text-v1.5, served by a managed llama-server
+    MINILM = "minilm"  # all-MiniLM-L6-v2, in-process
+
+
 class ModelSettings(BaseSettings):
     """Where each model comes from. A path set here wins over everything else."""
 
@@ -37,6 +44,9 @@ class ModelSettings(BaseSettings):
     turn_model_path: Path | None = None
     embed_model_path: Path | None = None
     nomic_embed_path: Path | None = None
+    # Memory's text embeddings. Changing it re-embeds every stored segment in the background
+    # (about 15 a second with nomic on two cores); keyword search works meanwhile.
+    embedder: TextEmbedderName = TextEmbedderName.NOMIC
     llm_model: BundledLLM = BundledLLM.QWEN_1_5B
     llm_gguf_path: Path | None = None
     segmentation_model_path: Path | None = None

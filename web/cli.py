@@ -77,14 +77,14 @@ def cmd_memory(args: argparse.Namespace) -> int:
     from memory.db import open_database
     from memory.rebuild import rebuild
     from memory.vectors import open_vector_index
-    from models.embed import EMBED_DIM
+    from models.text_embedding import text_embedding_dim
     from web.serve import AlreadyRunning, instance_lock
 
     memory, models = MemorySettings(), ModelSettings()
 
     async def _rebuild() -> None:
         db = await open_database(memory)
-        vectors = await open_vector_index(memory, EMBED_DIM)
+        vectors = await open_vector_index(memory, text_embedding_dim(models))
         try:
             await rebuild(memory, models, db, vectors)
         finally:

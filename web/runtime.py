@@ -15,7 +15,6 @@ import logging
 import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ingest.service import IngestService
 from ingest.settings import IngestSettings
@@ -24,9 +23,9 @@ from memory.events.log import EventLog, start_event_log
 from memory.service import MemoryService
 from memory.settings import MemorySettings
 from memory.vectors import VectorIndex, open_vector_index
-from models.embed import EMBED_DIM
 from models.llm_runtime import LLMRuntime, start_llm
 from models.settings import ModelSettings
+from models.text_embedding import text_embedding_dim
 from voice.observability import PipelineEvents
 from voice.service import VoiceService
 from voice.settings import VoiceSettings
@@ -106,7 +105,7 @@ async def start_runtime(
         stack.push_async_callback(db.close)
         events = await start_event_log(db.dsn)
         stack.push_async_callback(events.close)
-        vectors = await open_vector_index(memory_settings, EMBED_DIM)
+        vectors = await open_vector_index(memory_settings, text_embedding_dim(model_settings))
         stack.push_async_callback(vectors.close)
         memory = MemoryService(memory_settings, model_settings, db.pool, vectors)
         await memory.start()
@@ -117,7 +116,7 @@ async def start_runtime(
         stack.push_async_callback(ingest.close)
         llm = None
         if with_llm:
-            llm = await start_llm(model_settings, run_dir=run_dir(memory_settings.data_dir))
+            llm = await start_llm(model_settings, run_dir=memory_settings.run_dir)
             stack.push_async_callback(llm.close)
             memory.set_llm(llm.client)  # extraction and daily summaries start now
         voice = None
@@ -133,7 +132,3 @@ async def start_runtime(
         await stack.aclose()
         raise
     return Runtime(memory_settings, model_settings, db, vectors, memory, ingest, llm, voice, stack, events)
-
-
-def run_dir(data_dir: Path) -> Path:
-    return data_dir / "run"

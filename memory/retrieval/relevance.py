@@ -9,21 +9,26 @@ reading them, and lines the small model may take an answer from.
 
 So the best hit is always kept, and after it a hit only when it is found by more than
 the embedding (a keyword, session or graph leg found it too, or no leg at all: a turn
-added for its context), or when its embedding similarity is within
-:data:`VECTOR_MARGIN` of the best similarity among the hits. On LoCoMo's dev questions
-(757, three lines each) 110 second or third lines were found by the embedding alone, 5 of
-them evidence, at 0.00-0.29 below the best; a margin of 0.3 drops 8 lines and none of the
-evidence. In a small memory, where a question has one line about it, it drops most of
-what is nearest after that line.
+added for its context), or when its embedding similarity is within a margin of the best
+similarity among the hits: the smallest that drops none of the evidence on LoCoMo's dev
+questions (757, three lines each), for each embedding model (:data:`VECTOR_MARGINS`).
+With all-MiniLM-L6-v2, 110 second or third lines were found by the embedding alone, 5 of
+them evidence, at 0.00-0.29 below the best: 0.3 drops 8 lines. With nomic-embed-text
+(whose similarities lie closer together), 57 such lines, 5 of them evidence, at
+0.00-0.145 below: 0.15 drops 1 line (0.12 would drop 3, one of them evidence). In a
+small memory, where a question has one line about it, the margin drops most of what is
+nearest after that line.
 """
 
 from __future__ import annotations
 
 from memory.retrieval.types import Leg, MemoryHit
+from models.settings import TextEmbedderName
 
-# How far below the best hit's cosine similarity (all-MiniLM-L6-v2) a hit that only the
-# embedding found may be and still be read.
-VECTOR_MARGIN = 0.3
+# How far below the best hit's cosine similarity a hit that only the embedding found may
+# be and still be read, for each of memory's embedding models.
+VECTOR_MARGINS = {TextEmbedderName.MINILM: 0.3, TextEmbedderName.NOMIC: 0.15}
+VECTOR_MARGIN = VECTOR_MARGINS[TextEmbedderName.MINILM]
 
 
 def _vector_only(hit: MemoryHit) -> bool:

@@ -9,6 +9,8 @@ thread so the event loop never waits on them. Only one handle may be open per pa
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import shutil
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +35,16 @@ from qdrant_edge import (
 
 from memory.vectors.base import FLOAT_FIELDS, KEYWORD_FIELDS, VectorFilter, VectorHit, VectorPoint
 
+log = logging.getLogger(__name__)
+
+
+def stored_size(config: Path) -> int | None:
+    """The vector size an index was created with (None when its config cannot be read)."""
+    try:
+        return int(json.loads(config.read_text())["vectors"][""]["size"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
 
 def _edge_filter(flt: VectorFilter | None) -> Filter | None:
     if flt is None:
@@ -52,8 +64,16 @@ class EdgeVectorIndex:
         self._closed = False
 
     def _open(self) -> EdgeShard:
-        if (self.path / "edge_config.json").exists():
-            return EdgeShard.load(str(self.path))
+        config = self.path / "edge_config.json"
+        if config.exists():
+            size = stored_size(config)
+            if size == self.dim:
+                return EdgeShard.load(str(self.path))
+            # Vectors of another model: derived data, made again from the segments (the
+            # memory re-embeds every segment another model embedded).
+            log.warning("the vector index at %s holds %s-dim vectors, the embedding model makes %d-dim ones: "
+                        "starting it anew; every segment is embedded again in the background", self.path, size, self.dim)
+            shutil.rmtree(self.path)
         self.path.mkdir(parents=True, exist_ok=True)
         shard = EdgeShard.create(
             str(self.path), EdgeConfig(vectors=EdgeVectorParams(size=self.dim, distance=Distance.Cosine))

@@ -6,9 +6,13 @@ a path), which is correct but scans in Python: fine for a few thousand points on
 
 from __future__ import annotations
 
+import logging
+
 from qdrant_client import AsyncQdrantClient, models
 
 from memory.vectors.base import FLOAT_FIELDS, KEYWORD_FIELDS, VectorFilter, VectorHit, VectorPoint
+
+log = logging.getLogger(__name__)
 
 
 def _qdrant_filter(flt: VectorFilter | None) -> models.Filter | None:
@@ -44,12 +48,13 @@ class ServerVectorIndex:
         if await self.client.collection_exists(self.collection):
             info = await self.client.get_collection(self.collection)
             size = info.config.params.vectors.size  # type: ignore[union-attr]
-            if size != self.dim:
-                raise ValueError(
-                    f"Qdrant collection {self.collection!r} holds {size}-dim vectors but the embedding "
-                    f"model makes {self.dim}-dim ones; run `annie memory rebuild` to re-embed"
-                )
-            return
+            if size == self.dim:
+                return
+            # Vectors of another model: derived data, made again from the segments.
+            log.warning("Qdrant collection %r holds %s-dim vectors, the embedding model makes %d-dim ones: "
+                        "creating it anew; every segment is embedded again in the background",
+                        self.collection, size, self.dim)
+            await self.client.delete_collection(self.collection)
         await self.client.create_collection(
             self.collection, vectors_config=models.VectorParams(size=self.dim, distance=models.Distance.COSINE)
         )

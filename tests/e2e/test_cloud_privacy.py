@@ -31,9 +31,9 @@ from memory.extraction import EXTRACT
 from memory.service import MemoryService
 from memory.settings import MemorySettings
 from memory.vectors.edge import EdgeVectorIndex
-from models.embed import EMBED_DIM
 from models.llm_client import LLMClient
 from models.llm_runtime import Backend, start_llm
+from models.text_embedding import text_embedding_dim
 from tests.cloud_llm import CloudLLM
 from tests.voice.support import parse_sse, serve
 from voice.agent import tool_results
@@ -82,7 +82,7 @@ class Routing:
 async def memory(database_url, model_settings, tmp_path):
     pool = await asyncpg.create_pool(database_url, min_size=1, max_size=4, init=_init_connection)
     settings = MemorySettings(data_dir=tmp_path / "annie", database_url=database_url)
-    vectors = EdgeVectorIndex(settings.vectors_dir / "test", EMBED_DIM)
+    vectors = EdgeVectorIndex(settings.vectors_dir / "test", text_embedding_dim(model_settings))
     service = MemoryService(settings, model_settings, pool, vectors)
     await service.start(work=False)  # the watcher ingests; the test runs the jobs itself
     yield service

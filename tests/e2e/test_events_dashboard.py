@@ -27,7 +27,7 @@ from memory.events.log import start_event_log
 from memory.service import MemoryService
 from memory.settings import MemorySettings
 from memory.vectors.edge import EdgeVectorIndex
-from models.embed import EMBED_DIM
+from models.text_embedding import text_embedding_dim
 from tests.support import served
 from tests.voice.support import voice_settings
 from voice.api import router as voice_router
@@ -65,7 +65,7 @@ async def test_the_dashboard_shows_a_chat_turn_live_and_replays_it(tmp_path, dat
     pool = await asyncpg.create_pool(database_url, min_size=1, max_size=6, init=_init_connection)
     events = await start_event_log(database_url)
     settings = MemorySettings(data_dir=tmp_path / "annie", database_url=database_url)
-    vectors = EdgeVectorIndex(settings.vectors_dir / "test", EMBED_DIM)
+    vectors = EdgeVectorIndex(settings.vectors_dir / "test", text_embedding_dim(model_settings))
     memory = MemoryService(settings, model_settings, pool, vectors)
     await memory.start()
     said = CaptureSegment(segment_id="a", speaker="Me", text="My sister Maya lives in Lisbon now", start=0, end=3,

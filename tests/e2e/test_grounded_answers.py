@@ -12,7 +12,7 @@ import pytest
 
 from memory.service import MemoryService
 from memory.vectors.edge import EdgeVectorIndex
-from models.embed import EMBED_DIM
+from models.text_embedding import text_embedding_dim
 from tests.memory.conftest import memory_settings, payload, pool, write  # noqa: F401
 from tests.voice.support import FixedMemory, parse_sse, voice_settings
 from voice.agent import Agent
@@ -34,7 +34,7 @@ CITIES = ("lisbon", "london", "paris", "new york", "los angeles", "madrid", "ber
 @pytest.fixture
 async def omi_memory(memory_settings, model_settings, pool):  # noqa: F811 - fixtures imported above
     """A started memory holding the Maya conversation from an Omi, a minute old."""
-    vectors = EdgeVectorIndex(memory_settings.vectors_dir / "test", EMBED_DIM)
+    vectors = EdgeVectorIndex(memory_settings.vectors_dir / "test", text_embedding_dim(model_settings))
     service = MemoryService(memory_settings, model_settings, pool, vectors)
     await service.start()
     started = datetime.now(UTC) - timedelta(minutes=1)

@@ -27,7 +27,7 @@ from memory.graph import add_fact, upsert_entity
 from memory.service import MemoryService
 from memory.settings import MemorySettings
 from memory.vectors.edge import EdgeVectorIndex
-from models.embed import EMBED_DIM
+from models.text_embedding import text_embedding_dim
 from tests.support import served
 from web.app import STATIC_DIR, install_error_handlers
 from web.auth import require_token
@@ -63,7 +63,7 @@ def _app(state: dict) -> FastAPI:
 
 
 async def _start_memory(settings: MemorySettings, model_settings, pool) -> MemoryService:
-    vectors = EdgeVectorIndex(settings.vectors_dir / settings.qdrant_collection, EMBED_DIM)
+    vectors = EdgeVectorIndex(settings.vectors_dir / settings.qdrant_collection, text_embedding_dim(model_settings))
     service = MemoryService(settings, model_settings, pool, vectors)
     await service.start()
     return service

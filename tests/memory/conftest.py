@@ -16,8 +16,8 @@ from memory.db import _init_connection, close_pool
 from memory.service import MemoryService
 from memory.settings import MemorySettings
 from memory.vectors.edge import EdgeVectorIndex
-from models.embed import EMBED_DIM
 from models.llm_client import LLMClient
+from models.text_embedding import text_embedding_dim
 from web.app import install_error_handlers
 from web.auth import require_token
 
@@ -51,7 +51,7 @@ def memory_settings(tmp_path, database_url) -> MemorySettings:
 @pytest.fixture
 async def memory(memory_settings, model_settings, pool):
     """A started service (watcher + worker) on an empty memory."""
-    vectors = EdgeVectorIndex(memory_settings.vectors_dir / "test", EMBED_DIM)
+    vectors = EdgeVectorIndex(memory_settings.vectors_dir / "test", text_embedding_dim(model_settings))
     service = MemoryService(memory_settings, model_settings, pool, vectors)
     await service.start()
     yield service

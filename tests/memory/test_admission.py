@@ -12,7 +12,7 @@ from memory.admission import FairLimit
 from memory.service import MemoryService, SearchRequest
 from memory.settings import MemorySettings
 from memory.vectors.edge import EdgeVectorIndex
-from models.embed import EMBED_DIM
+from models.text_embedding import text_embedding_dim
 from tests.memory.conftest import T0, payload, write
 
 
@@ -65,7 +65,7 @@ async def test_a_cancelled_waiter_gives_up_its_place():
 @pytest.fixture
 async def two_at_a_time(tmp_path, database_url, model_settings, pool):
     settings = MemorySettings(data_dir=tmp_path / "annie", database_url=database_url, search_concurrency=2)
-    vectors = EdgeVectorIndex(settings.vectors_dir / "test", EMBED_DIM)
+    vectors = EdgeVectorIndex(settings.vectors_dir / "test", text_embedding_dim(model_settings))
     service = MemoryService(settings, model_settings, pool, vectors)
     await service.start()
     yield service

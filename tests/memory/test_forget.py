@@ -23,7 +23,7 @@ from memory.store import point_id
 from memory.tombstones import read_tombstones, tombstone_path
 from memory.vectors import VectorFilter
 from memory.vectors.edge import EdgeVectorIndex
-from models.embed import EMBED_DIM
+from models.text_embedding import text_embedding_dim
 from tests.memory.conftest import T0, TOKEN, memory_app, payload, write
 from web.auth import require_token
 
@@ -39,7 +39,7 @@ REBUILD_TEST_TIMEOUT_S = 1800
 @pytest.fixture
 async def service(memory_settings, model_settings, pool):
     """A memory that is not watching: the test ingests and embeds explicitly."""
-    vectors = EdgeVectorIndex(memory_settings.vectors_dir / memory_settings.qdrant_collection, EMBED_DIM)
+    vectors = EdgeVectorIndex(memory_settings.vectors_dir / memory_settings.qdrant_collection, text_embedding_dim(model_settings))
     svc = MemoryService(memory_settings, model_settings, pool, vectors)
     yield svc
     await svc.close()
@@ -92,7 +92,7 @@ async def keys(pool) -> set[str]:
 
 
 async def point_ids(svc) -> set[str]:
-    hits = await svc.vectors.search([0.1] * EMBED_DIM, 100, VectorFilter(user_id="default"))
+    hits = await svc.vectors.search([0.1] * svc.vectors.dim, 100, VectorFilter(user_id="default"))
     return {h.id for h in hits}
 
 
@@ -104,7 +104,7 @@ async def run_rebuild(svc: MemoryService) -> str:
     result = await asyncio.to_thread(subprocess.run, REBUILD, env=env, cwd=REPO, capture_output=True,
                                      text=True, timeout=REBUILD_TEST_TIMEOUT_S)
     assert result.returncode == 0, result.stdout + result.stderr
-    svc.vectors = EdgeVectorIndex(svc.settings.vectors_dir / svc.settings.qdrant_collection, EMBED_DIM)
+    svc.vectors = EdgeVectorIndex(svc.settings.vectors_dir / svc.settings.qdrant_collection, svc.vectors.dim)
     svc.embedding.vectors = svc.vectors
     return result.stdout
 

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from memory.vectors.edge import EdgeVectorIndex
-from models.embed import EMBED_DIM
+from models.settings import ModelSettings
+from models.text_embedding import text_embedding_dim
 from tests.memory.conftest import payload, write, write_raw
 
 ANNIE = str(Path(sys.executable).parent / "annie")
@@ -32,7 +33,7 @@ async def test_rebuild_from_capture_files(tmp_path, database_url, pool):
     sessions = {r["session_id"] for r in await pool.fetch("SELECT session_id FROM sessions")}
     assert sessions == {"r1", "r2"}
     assert await pool.fetchval("SELECT count(*) FROM segments WHERE embedded_model IS NOT NULL") == 3
-    vectors = EdgeVectorIndex(data_dir / "vectors" / "annie_segments", EMBED_DIM)
+    vectors = EdgeVectorIndex(data_dir / "vectors" / "annie_segments", text_embedding_dim(ModelSettings()))
     try:
         assert await vectors.count() == 3
     finally:
