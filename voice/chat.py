@@ -179,7 +179,6 @@ async def _turn(session: ChatSession, message: str, emit: Callable[[bytes | None
         # The whole answer joins the conversation in the same step as the partial one goes.
         session.messages.append({"role": "assistant", "content": text})
         session.partial = None
-        agent.read_ahead(session.messages)  # the next message finds its opening read (voice.prefill)
         session.turns += 1
         session.last_used = time.time()
         await session.recorder.record_turn(message, text, user_at=user_at, reply_at=reply_at or time.time())

@@ -3,16 +3,12 @@ cache, and a session's first turn never waits for a warm-up that is under way.""
 
 from __future__ import annotations
 
-import logging
-import re
-
 import httpx
 import pytest
 
 from models.llm_client import LLMClient
 from tests.voice.support import FixedMemory, voice_settings
 from voice.agent import Agent, TextDelta
-from voice.chat import ChatSessions, chat_turn
 from voice.primer import PromptPrimer
 
 
@@ -154,18 +150,3 @@ async def test_after_a_reply_the_next_turn_reads_only_its_words(managed_llm, int
     assert agent.prefill.reads == 1
     # "What is the capital of Spain?" is 7 tokens, the template after it 5.
     assert read <= 13 and read <= without - 4, (read, without)
-
-
-@pytest.mark.slow
-async def test_a_chat_reads_its_next_message_ahead(managed_llm, intent_router, tmp_path, caplog):
-    """A typed chat does what a voice session does after each reply."""
-    settings = voice_settings(tmp_path)
-    agent = Agent(managed_llm.client, FixedMemory(), settings, intent_router)
-    session = ChatSessions(settings).create(agent, "llama-server")
-    with caplog.at_level(logging.INFO, logger="voice.chat"):
-        [event async for event in chat_turn(session, "Say hello in Spanish.")]
-        await agent.prefill.settle()
-        assert agent.prefill.reads == 1
-        [event async for event in chat_turn(session, "What is the capital of Spain?")]
-    read = [int(n) for n in re.findall(r"prompt read (\d+) tokens", caplog.text)]
-    assert len(read) == 2 and read[1] <= 13, read
