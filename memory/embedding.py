@@ -6,7 +6,7 @@ segment and in each point's payload; segments embedded by another model are embe
 again, so a model switch is detected and repaired by the next job; at start, every session
 holding such segments is queued (:func:`queue_stale`).
 
-A job embeds a few segments at a time (nomic-embed-text takes about a second for 16 on
+A job embeds a few segments at a time (nomic-embed-text takes about half a second for 8 on
 two cores) and waits between them while a live voice or chat turn holds the gate.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 import asyncpg
@@ -29,7 +30,8 @@ log = logging.getLogger(__name__)
 
 EMBED = "embed"
 DELETE_VECTORS = "delete_vectors"
-BATCH = 16
+BATCH = 8
+PROGRESS_EVERY_S = 30.0
 
 
 def embedding_text(speaker: str, text: str) -> str:
@@ -52,6 +54,10 @@ class SegmentEmbedding:
         self._embedder = embedder
         self.gate = gate
         self.batch = batch
+        # A backlog queued at start (another model's segments): its progress is logged.
+        self.backlog = 0
+        self._backlog_done = 0
+        self._reported_at = 0.0
 
     async def embed_session(self, session_id: str, *, yield_to_live: bool = False) -> int:
         """Embed every segment of the session not yet embedded by the current model; with
@@ -90,6 +96,16 @@ class SegmentEmbedding:
                 [(r["session_id"], r["segment_id"], embedder.name, r["text"]) for r in rows],
             )
             done += len(rows)
+            self._progress(len(rows), embedder.name)
+
+    def _progress(self, embedded: int, model: str) -> None:
+        if self._backlog_done >= self.backlog:
+            return
+        self._backlog_done = min(self.backlog, self._backlog_done + embedded)
+        now = time.monotonic()
+        if now - self._reported_at >= PROGRESS_EVERY_S or self._backlog_done >= self.backlog:
+            self._reported_at = now
+            log.info("embedding with %s: %d of %d segment(s) done", model, self._backlog_done, self.backlog)
 
     async def handle_embed(self, job: Job) -> None:
         count = await self.embed_session(job.payload["session_id"], yield_to_live=True)

@@ -110,8 +110,10 @@ class MemoryService:
             self.worker.start()
 
     async def _queue_stale_embeddings(self) -> None:
+        assert self.embedding is not None
         model = text_embedding_name(self.model_settings)
         sessions, segments = await queue_stale(self.pool, model)
+        self.embedding.backlog = segments
         if segments:
             log.info("embedding %d segment(s) of %d session(s) with %s in the background (a new model, or not "
                      "embedded yet); until then search finds them by their words", segments, sessions, model)

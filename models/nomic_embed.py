@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import io
 import logging
-import threading
 import zipfile
 from pathlib import Path
 
 import httpx
 
 from models.assemble import package_file, write_verified
-from models.llm_runtime import llm_niceness
 from models.llm_server import LlamaServer, LlamaServerConfig, llama_server_binary
 from models.resolve import Source, configured, resolve
 from models.settings import ModelSettings, get_model_settings
@@ -46,6 +44,13 @@ DOCUMENT_PREFIX = "search_document: "
 QUERY_PREFIX = "search_query: "
 READ_BLOCK = 1 << 20
 DOCUMENTS_NAME = f"{NOMIC_NAME}/document"  # the name stored with what its documents view embedded
+# The server's niceness. Most of its work is background (what was said, embedded about 15
+# segments a second) and must not take the cores from a conversation. At the LLM's level
+# (and with batches of 16 queued behind one lock), voice_latency's "Remember ..." chat
+# message waited 1.74 s for its fact's embedding (MiniLM: 0.07 s); at 19, with batches of 8
+# and no lock, 0.05 s. A question's embedding comes before the LLM and the voice have work,
+# so it still finds the cores free (29 ms).
+EMBED_NICE = 19
 
 
 def part_path(n: int) -> Path | None:
@@ -135,16 +140,15 @@ class _View:
     """The server's embeddings of one kind of text (documents or queries): the interface
     memory's embedders have (``name``, ``dim``, ``embed``)."""
 
-    def __init__(self, client: httpx.Client, lock: threading.Lock, prefix: str, kind: str) -> None:
-        self._client, self._lock, self._prefix = client, lock, prefix
+    def __init__(self, client: httpx.Client, prefix: str, kind: str) -> None:
+        self._client, self._prefix = client, prefix
         self.name, self.dim = f"{NOMIC_NAME}/{kind}", NOMIC_DIM
 
     def embed(self, texts: list[str], batch_size: int = 32) -> list[list[float]]:
         vectors: list[list[float]] = []
         for i in range(0, len(texts), batch_size):
             batch = [self._prefix + t for t in texts[i:i + batch_size]]
-            with self._lock:
-                response = self._client.post("/embeddings", json={"input": batch, "model": NOMIC_NAME})
+            response = self._client.post("/embeddings", json={"input": batch, "model": NOMIC_NAME})
             response.raise_for_status()
             vectors += [d["embedding"] for d in sorted(response.json()["data"], key=lambda d: d["index"])]
         return vectors
@@ -155,18 +159,18 @@ class NomicEmbedder:
 
     def __init__(self, server: LlamaServer) -> None:
         self.server = server
+        # Requests are not queued here: the server takes a question or a remembered fact
+        # beside a batch of stored segments being embedded, in the same steps.
         self._client = httpx.Client(base_url=server.base_url, timeout=600)
-        # One request of each kind at a time: a question is not queued behind a batch of
-        # stored segments being embedded (the server takes both at once).
-        self.documents = _View(self._client, threading.Lock(), DOCUMENT_PREFIX, "document")
-        self.queries = _View(self._client, threading.Lock(), QUERY_PREFIX, "query")
+        self.documents = _View(self._client, DOCUMENT_PREFIX, "document")
+        self.queries = _View(self._client, QUERY_PREFIX, "query")
 
     @classmethod
     async def start(cls, settings: ModelSettings, run_dir: Path) -> NomicEmbedder:
         server = LlamaServer(LlamaServerConfig(
             binary=llama_server_binary(settings), model=resolve_nomic(settings), run_dir=run_dir,
             # batch: an input is embedded in one step, so a step holds the longest one.
-            ctx_size=8192, parallel=8, threads=settings.llm_threads, nice=llm_niceness(settings), batch=2048,
+            ctx_size=8192, parallel=8, threads=settings.llm_threads, nice=EMBED_NICE, batch=2048,
             extra_args=["--embedding", "--pooling", "mean", "--embd-normalize", "2"],
         ))
         await server.start()

@@ -16,9 +16,12 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from models.settings import ModelSettings, TextEmbedderName
+
+if TYPE_CHECKING:
+    from models.nomic_embed import NomicEmbedder
 
 
 class TextEmbedder(Protocol):
@@ -34,11 +37,11 @@ class TextEmbedders:
 
     documents: TextEmbedder
     queries: TextEmbedder
-    _server: object | None = None  # the managed server behind both, stopped by close()
+    _server: NomicEmbedder | None = None  # the managed server behind both, stopped by close()
 
     async def close(self) -> None:
         if self._server is not None:
-            await self._server.close()  # type: ignore[attr-defined]
+            await self._server.close()
             self._server = None
 
 

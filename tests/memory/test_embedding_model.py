@@ -52,14 +52,15 @@ async def test_a_switch_to_nomic_reembeds_what_minilm_embedded(memory_settings, 
     assert set((await _embedded(pool)).values()) == {EMBED_MODEL_NAME}
 
     nomic = model_settings.model_copy(update={"embedder": TextEmbedderName.NOMIC})
-    with caplog.at_level(logging.INFO):
-        vectors = EdgeVectorIndex(path, text_embedding_dim(nomic))
-        assert await vectors.count() == 0  # another model's vectors are not kept
-        second = MemoryService(memory_settings, nomic, pool, vectors)
-        await second.start()
+    caplog.set_level(logging.INFO)
+    vectors = EdgeVectorIndex(path, text_embedding_dim(nomic))
+    assert await vectors.count() == 0  # another model's vectors are not kept
+    second = MemoryService(memory_settings, nomic, pool, vectors)
+    await second.start()
     try:
         assert "768-dim" in caplog.text and "3 segment(s) of 1 session(s)" in caplog.text
         await second.worker.run_until_idle(300)
+        assert "3 of 3 segment(s) done" in caplog.text  # the backlog's progress
         assert set((await _embedded(pool)).values()) == {DOCUMENTS_NAME}
         assert await vectors.count() == len(LINES)
         hits = await second.search(SearchRequest("Which city does my sibling live in now?", limit=1,
