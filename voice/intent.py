@@ -3,8 +3,8 @@
 First the word rules (:mod:`voice.intent_rules`): plain cues ("remember that ...", "make
 a table"), then the sentence's shape (a question about the user's own life searches
 memory, a request with nothing personal in it is answered, a first-person statement of
-fact is remembered). Otherwise the utterance is embedded with the sentence model already loaded for memory
-search and compared with labelled examples (:mod:`voice.intent_examples`): each action
+fact is remembered). Otherwise the utterance is embedded with all-MiniLM-L6-v2 in-process
+(whatever memory embeds with) and compared with labelled examples (:mod:`voice.intent_examples`): each action
 scores the mean similarity of its ``k`` nearest examples. The decision is *sure* only
 when the best action scores high enough and clearly ahead of the runner-up; an unsure
 decision is left to the LLM router, so unusual wording costs time, not a wrong tool.
