@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 EMBED = "embed"
 DELETE_VECTORS = "delete_vectors"
 BATCH = 8
+LEASE_S = jobs.LEASE_S
 PROGRESS_EVERY_S = 30.0
 
 
@@ -59,14 +60,16 @@ class SegmentEmbedding:
         self._backlog_done = 0
         self._reported_at = 0.0
 
-    async def embed_session(self, session_id: str, *, yield_to_live: bool = False) -> int:
+    async def embed_session(self, session_id: str, *, yield_to_live: bool = False, job_id: int | None = None) -> int:
         """Embed every segment of the session not yet embedded by the current model; with
-        ``yield_to_live``, wait before each batch while a live turn holds the gate."""
+        ``yield_to_live``, wait before each batch while a live turn holds the gate, renewing
+        the lease of the job ``job_id`` meanwhile (a voice session can outlast it)."""
         embedder = await self._embedder()
         done = 0
+        renew = (lambda: jobs.renew(self.pool, job_id, LEASE_S)) if job_id is not None else None
         while True:
             if yield_to_live and self.gate is not None:
-                await self.gate.wait_idle()
+                await self.gate.wait_idle(meanwhile=renew, every_s=LEASE_S / 3)
             rows = await self.pool.fetch(
                 """SELECT session_id, segment_id, user_id, speaker, text, start_s, end_s, ts
                    FROM segments WHERE session_id = $1 AND embedded_model IS DISTINCT FROM $2
@@ -108,7 +111,7 @@ class SegmentEmbedding:
             log.info("embedding with %s: %d of %d segment(s) done", model, self._backlog_done, self.backlog)
 
     async def handle_embed(self, job: Job) -> None:
-        count = await self.embed_session(job.payload["session_id"], yield_to_live=True)
+        count = await self.embed_session(job.payload["session_id"], yield_to_live=True, job_id=job.id)
         log.debug("embedded %d segments of %s", count, job.payload["session_id"])
 
     async def handle_delete(self, job: Job) -> None:

@@ -57,8 +57,19 @@ async def enqueue(
     )
 
 
+LEASE_S = 300.0  # how long a worker holds a job before it may be taken as abandoned
+
+
+async def renew(conn: asyncpg.Connection | asyncpg.Pool, job_id: int, lease_s: float = LEASE_S) -> None:
+    """Extend a running job's lease (a job that waits for a long conversation to end)."""
+    await conn.execute(
+        "UPDATE jobs SET lease_until = now() + make_interval(secs => $2) WHERE id = $1 AND state = 'running'",
+        job_id, lease_s,
+    )
+
+
 async def lease(
-    conn: asyncpg.Connection | asyncpg.Pool, worker: str, lease_s: float = 300.0, kinds: list[str] | None = None
+    conn: asyncpg.Connection | asyncpg.Pool, worker: str, lease_s: float = LEASE_S, kinds: list[str] | None = None
 ) -> Job | None:
     """Take the most urgent ready job whose key is not already running elsewhere."""
     row = await conn.fetchrow(

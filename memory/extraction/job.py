@@ -41,7 +41,7 @@ NO_LLM_RETRY_S = 60.0
 MAX_ATTEMPTS = 4
 PRIORITY = -1  # after embedding
 MAX_TOKENS = 700
-LEASE_S = 300.0
+LEASE_S = jobs.LEASE_S
 ASSERTED_DEVICE = "annie-remember"  # sessions of facts the user asked to remember
 ASSERTED_CONFIDENCE = 1.0
 
@@ -163,10 +163,7 @@ class Extractor:
 
     async def _renew_lease(self) -> None:
         if self._job_id is not None:
-            await self.pool.execute(
-                "UPDATE jobs SET lease_until = now() + make_interval(secs => $2) WHERE id = $1 AND state = 'running'",
-                self._job_id, LEASE_S,
-            )
+            await jobs.renew(self.pool, self._job_id, LEASE_S)
 
     async def _lines(self, session_id: str) -> tuple[list[Line], bool]:
         row = await self.pool.fetchrow(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from memory import embedding, jobs
 from memory.retrieval.recipes import RecipeName
 from memory.service import MemoryService, SearchRequest
 from memory.vectors.edge import EdgeVectorIndex
@@ -87,6 +88,34 @@ async def test_an_embed_job_waits_while_a_live_turn_holds_the_gate(memory_settin
             assert not job.done() and await vectors.count() == 0
         assert await asyncio.wait_for(job, 60) == len(LINES)
         assert await service.embedding.embed_session("conv-2") == 0  # nothing is left to embed
+    finally:
+        await service.close()
+        await vectors.close()
+
+
+async def test_an_embed_job_waiting_for_a_long_conversation_keeps_its_lease(memory_settings, model_settings, pool,
+                                                                           monkeypatch):
+    """A voice session longer than the lease must not let it run out while the job waits
+    (a second worker would take the job)."""
+    monkeypatch.setattr(embedding, "LEASE_S", 0.6)
+    minilm = model_settings.model_copy(update={"embedder": TextEmbedderName.MINILM})
+    vectors = EdgeVectorIndex(memory_settings.vectors_dir / "lease", EMBED_DIM)
+    gate = PriorityGate()
+    service = MemoryService(memory_settings, minilm, pool, vectors, gate=gate)
+    await service.start(work=False)
+    try:
+        write(memory_settings.transcripts_dir, payload("conv-3", LINES))
+        await service.ingest_session("conv-3")
+        job = await jobs.lease(pool, "w1", lease_s=0.6, kinds=[embedding.EMBED])
+        assert job is not None
+        async with gate.live_turn():
+            running = asyncio.create_task(service.embedding.handle_embed(job))
+            await asyncio.sleep(1.5)  # the conversation outlasts the lease
+            assert not running.done()
+            assert await pool.fetchval("SELECT lease_until > now() FROM jobs WHERE id = $1", job.id)
+            assert await jobs.reap_stale(pool) == 0
+        await asyncio.wait_for(running, 60)
+        assert await vectors.count() == len(LINES)
     finally:
         await service.close()
         await vectors.close()
