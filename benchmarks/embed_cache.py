@@ -15,6 +15,7 @@ from array import array
 from pathlib import Path
 
 from memory.service import MemoryService
+from models.settings import TextEmbedderName
 from models.text_embedding import TextEmbedder, TextEmbedders
 
 
@@ -67,8 +68,8 @@ class CachedEmbedder:
 def memory_service(cache_dir: Path | None, embedders: TextEmbedders | None = None) -> type[MemoryService]:
     """The memory service class to build: as is without a cache directory or ``embedders``;
     else one whose every instance embeds with ``embedders`` (started and closed by the
-    caller, so one model serves every conversation of a run), or with memory's configured
-    model loaded once, each view behind a :class:`CachedEmbedder` in ``cache_dir`` when given."""
+    caller, so one model serves every conversation of a run), or with all-MiniLM-L6-v2 loaded
+    once, each view behind a :class:`CachedEmbedder` in ``cache_dir`` when given."""
     if cache_dir is None and embedders is None:
         return MemoryService
 
@@ -80,6 +81,9 @@ def memory_service(cache_dir: Path | None, embedders: TextEmbedders | None = Non
     class SharedEmbeddersMemoryService(MemoryService):
         async def _load_embedders(self) -> TextEmbedders:
             if not shared:
+                if embedders is None and self.model_settings.embedder is not TextEmbedderName.MINILM:
+                    raise ValueError("pass the started embedding model as `embedders`: a server started "
+                                     "here would outlive the run")
                 base = embedders or await super()._load_embedders()
                 # No server of its own: a service's close leaves the shared model running.
                 shared.append(TextEmbedders(cached(base.documents), cached(base.queries)))
