@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -77,18 +78,21 @@ async def test_spoken_question_is_answered_from_memory(voice_server, voice_model
         for task in recorders:
             task.cancel()
         # The session ends and frees its resources once the peer is gone.
-        for _ in range(60):
-            status = (await client.get("/api/status")).json()
-            if not any(s["session_id"] == session["session_id"] for s in status["voice_sessions"]):
-                break
-            await asyncio.sleep(0.5)
-        else:
-            raise AssertionError(f"session still listed: {status['voice_sessions']}")
-
-    path = voice_server.service.settings.transcripts_dir / f"{session['session_id']}.jsonl"
+        path = await _recording(client, voice_server, session)
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert {line["device_id"] for line in lines} == {"annie-voice"}
     assert any("sister" in seg["text"].lower() for line in lines for seg in line["segments"] if seg["speaker"] == "user")
+
+
+async def _recording(client: httpx.AsyncClient, voice_server, session: dict) -> Path:
+    """The session's capture file, once the session has ended (its conversation is written
+    then): the peer's close reaches the server a moment later, longer on a busy machine."""
+    for _ in range(60):
+        status = (await client.get("/api/status")).json()
+        if not any(s["session_id"] == session["session_id"] for s in status["voice_sessions"]):
+            return voice_server.service.settings.transcripts_dir / f"{session['session_id']}.jsonl"
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"session still listed: {status['voice_sessions']}")
 
 
 class _Peer:
@@ -146,12 +150,12 @@ async def test_barge_in_stops_her_and_the_page_keeps_only_what_was_spoken(voice_
         stopped = len(messages)
         await asyncio.sleep(8)  # time enough for a reply to "Stop." if one were coming
         await pc.close()
+        path = await _recording(client, voice_server, session)
 
     shown = "".join(m["text"] for m in messages[asked:stopped]
                     if m.get("type") == "transcript" and m["role"] == "assistant").strip()
     after = [m for m in messages[stopped:] if m.get("type") == "transcript" and m["role"] == "assistant" and m["text"]]
     assert not after, f"'Stop.' was answered: {after}"
-    path = voice_server.service.settings.transcripts_dir / f"{session['session_id']}.jsonl"
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     segments = [seg for line in lines for seg in line["segments"]]
     asked_at = next(i for i, seg in enumerate(segments) if seg["speaker"] == "user" and "dragon" in seg["text"].lower())
@@ -203,10 +207,10 @@ async def test_her_own_voice_in_the_microphone_does_not_interrupt_her(voice_serv
 
         await wait_for(over, 300)
         await pc.close()
+        path = await _recording(client, voice_server, session)
 
     users = [m["text"] for m in messages[asked:] if m.get("type") == "transcript" and m["role"] == "user" and m["text"]]
     assert len(users) == 1 and "dragon" in users[0].lower(), users
-    path = voice_server.service.settings.transcripts_dir / f"{session['session_id']}.jsonl"
     segments = [seg for line in path.read_text().splitlines() for seg in json.loads(line)["segments"]]
     asked_at = next(i for i, seg in enumerate(segments) if seg["speaker"] == "user" and "dragon" in seg["text"].lower())
     story = segments[asked_at + 1]
