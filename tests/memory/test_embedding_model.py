@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+import pytest
+
 from memory import embedding, jobs
 from memory.retrieval.recipes import RecipeName
 from memory.service import MemoryService, SearchRequest
@@ -72,50 +74,47 @@ async def test_a_switch_to_nomic_reembeds_what_minilm_embedded(memory_settings, 
         await vectors.close()
 
 
-async def test_an_embed_job_waits_while_a_live_turn_holds_the_gate(memory_settings, model_settings, pool):
+@pytest.fixture
+async def gated(memory_settings, model_settings, pool):
+    """A memory (MiniLM, no worker running) holding one ingested session, "conv", not yet
+    embedded, and the gate live turns hold."""
     minilm = model_settings.model_copy(update={"embedder": TextEmbedderName.MINILM})
-    vectors = EdgeVectorIndex(memory_settings.vectors_dir / "gate", EMBED_DIM)
+    vectors = EdgeVectorIndex(memory_settings.vectors_dir / "gated", EMBED_DIM)
     gate = PriorityGate()
     service = MemoryService(memory_settings, minilm, pool, vectors, gate=gate)
     await service.start(work=False)
     try:
-        write(memory_settings.transcripts_dir, payload("conv-2", LINES))
-        await service.ingest_session("conv-2")
+        write(memory_settings.transcripts_dir, payload("conv", LINES))
+        await service.ingest_session("conv")
         await service.embedder()
-        async with gate.live_turn():
-            job = asyncio.create_task(service.embedding.embed_session("conv-2", yield_to_live=True))
-            await asyncio.sleep(0.5)
-            assert not job.done() and await vectors.count() == 0
-        assert await asyncio.wait_for(job, 60) == len(LINES)
-        assert await service.embedding.embed_session("conv-2") == 0  # nothing is left to embed
+        yield service, gate
     finally:
         await service.close()
         await vectors.close()
 
 
-async def test_an_embed_job_waiting_for_a_long_conversation_keeps_its_lease(memory_settings, model_settings, pool,
-                                                                           monkeypatch):
+async def test_an_embed_job_waits_while_a_live_turn_holds_the_gate(gated):
+    service, gate = gated
+    async with gate.live_turn():
+        job = asyncio.create_task(service.embedding.embed_session("conv", yield_to_live=True))
+        await asyncio.sleep(0.5)
+        assert not job.done() and await service.vectors.count() == 0
+    assert await asyncio.wait_for(job, 60) == len(LINES)
+    assert await service.embedding.embed_session("conv") == 0  # nothing is left to embed
+
+
+async def test_an_embed_job_waiting_for_a_long_conversation_keeps_its_lease(gated, pool, monkeypatch):
     """A voice session longer than the lease must not let it run out while the job waits
     (a second worker would take the job)."""
     monkeypatch.setattr(embedding, "LEASE_S", 0.6)
-    minilm = model_settings.model_copy(update={"embedder": TextEmbedderName.MINILM})
-    vectors = EdgeVectorIndex(memory_settings.vectors_dir / "lease", EMBED_DIM)
-    gate = PriorityGate()
-    service = MemoryService(memory_settings, minilm, pool, vectors, gate=gate)
-    await service.start(work=False)
-    try:
-        write(memory_settings.transcripts_dir, payload("conv-3", LINES))
-        await service.ingest_session("conv-3")
-        job = await jobs.lease(pool, "w1", lease_s=0.6, kinds=[embedding.EMBED])
-        assert job is not None
-        async with gate.live_turn():
-            running = asyncio.create_task(service.embedding.handle_embed(job))
-            await asyncio.sleep(1.5)  # the conversation outlasts the lease
-            assert not running.done()
-            assert await pool.fetchval("SELECT lease_until > now() FROM jobs WHERE id = $1", job.id)
-            assert await jobs.reap_stale(pool) == 0
-        await asyncio.wait_for(running, 60)
-        assert await vectors.count() == len(LINES)
-    finally:
-        await service.close()
-        await vectors.close()
+    service, gate = gated
+    job = await jobs.lease(pool, "w1", lease_s=0.6, kinds=[embedding.EMBED])
+    assert job is not None
+    async with gate.live_turn():
+        running = asyncio.create_task(service.embedding.handle_embed(job))
+        await asyncio.sleep(1.5)  # the conversation outlasts the lease
+        assert not running.done()
+        assert await pool.fetchval("SELECT lease_until > now() FROM jobs WHERE id = $1", job.id)
+        assert await jobs.reap_stale(pool) == 0
+    await asyncio.wait_for(running, 60)
+    assert await service.vectors.count() == len(LINES)
