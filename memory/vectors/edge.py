@@ -67,10 +67,11 @@ class EdgeVectorIndex:
         config = self.path / "edge_config.json"
         if config.exists():
             size = stored_size(config)
-            if size == self.dim:
+            if size is None or size == self.dim:  # a config it cannot read is the engine's to report
                 return EdgeShard.load(str(self.path))
             # Vectors of another model: derived data, made again from the segments (the
-            # memory re-embeds every segment another model embedded).
+            # memory re-embeds every segment another model embedded). An index of this
+            # model is never dropped here: its segments count as embedded and would not be.
             log.warning("the vector index at %s holds %s-dim vectors, the embedding model makes %d-dim ones: "
                         "starting it anew; every segment is embedded again in the background", self.path, size, self.dim)
             shutil.rmtree(self.path)

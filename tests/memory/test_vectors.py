@@ -77,3 +77,16 @@ async def test_edge_index_survives_reopen(tmp_path):
         assert (await reopened.search(vectors[3].tolist(), 1))[0].id == points[3].id
     finally:
         await reopened.close()
+
+
+async def test_an_edge_index_whose_config_cannot_be_read_is_reported_not_dropped(tmp_path):
+    """Only another model's vectors (another size) are dropped; an index of unknown size may
+    be this model's, whose segments count as embedded and would never be embedded again."""
+    points, _ = _points(5)
+    idx = EdgeVectorIndex(tmp_path / "shard", DIM)
+    await idx.upsert(points)
+    await idx.close()
+    (tmp_path / "shard" / "edge_config.json").write_text("{not json")
+    with pytest.raises(Exception, match="edge_config"):
+        EdgeVectorIndex(tmp_path / "shard", DIM)
+    assert (tmp_path / "shard" / "segments").is_dir()
