@@ -17,14 +17,15 @@ k results:
   counts 1.0). It is reported under its own ``all5`` category; the other metrics keep to
   categories 1-4.
 
-Recipes measured in the same run: hybrid (BM25 + vector + graph + sessions, turns next to
-a hit lifted, a second hit from a chosen session counted as redundant), bm25 and vector as
-configured (bounded recency relative to ``now``, time read from the question), and
-variants of hybrid that each take one part away: ``_no_decay`` (no recency at all),
-``_plain_decay`` (recency as a plain multiplier ``2^(-age/30 d)``, the former default) and
-``_no_time`` (dates and relative times in the question not read), ``_no_sessions`` (no
-session leg), ``_no_neighbours`` (the turns next to a hit not lifted) and ``_no_spread``
-(a second hit from an already chosen session not counted as redundant). After ingesting, the
+Recipes measured in the same run: hybrid (BM25 + vector + graph, a second hit from a
+chosen session counted as redundant), bm25 and vector as configured (bounded recency
+relative to ``now``, time read from the question), and variants of hybrid that each take
+one part away: ``_no_decay`` (no recency at all), ``_plain_decay`` (recency as a plain
+multiplier ``2^(-age/30 d)``, the former default), ``_no_time`` (dates and relative times
+in the question not read) and ``_no_spread`` (a second hit from an already chosen session
+not counted as redundant); and two that add a part the default leaves out:
+``_with_sessions`` (the session leg: whole sessions ranked by what they are about, one turn
+each) and ``_with_neighbours`` (the turns next to a hit lifted toward it). After ingesting, the
 segments table is analysed, as autovacuum does on a live database, so BM25 has its word
 statistics. Run: ``python -m benchmarks.locomo`` (``--limit-qa N``
 for a quick look; ``--embed-cache DIR``, a directory outside the repository, keeps the
@@ -64,7 +65,7 @@ from benchmarks.replies import NotRecorded, Recorder, Replayer
 from memory.capture import CapturePayload, CaptureSegment, append_payload
 from memory.db import Database, open_database
 from memory.extraction import EXTRACT
-from memory.retrieval.recipes import RECIPES, DecayConfig, MMRConfig, RecipeName
+from memory.retrieval.recipes import RECIPES, ContextConfig, DecayConfig, MMRConfig, RecipeName
 from memory.retrieval.types import Leg
 from memory.service import MemoryService, SearchRequest
 from memory.settings import MemorySettings
@@ -81,13 +82,14 @@ KS = (5, 10)
 SESSION_POOL = 50  # hits fetched to rank sessions for the MemPalace-compatible metric
 TURN_SPACING_S = 30.0
 NO_DECAY = "_no_decay"
-ABLATIONS = {  # variants of the default recipe, each without one part
+ABLATIONS = {  # variants of the default recipe, each without one part (or with one)
     NO_DECAY: {"decay": None},
     "_plain_decay": {"decay": DecayConfig(weight=1.0)},
     "_no_time": {"time_aware": False},
-    "_no_sessions": {"legs": tuple(leg for leg in RECIPES[RecipeName.HYBRID].legs if leg is not Leg.SESSION)},
-    "_no_neighbours": {"context": None},
     "_no_spread": {"mmr": MMRConfig()},
+    # parts the default leaves out
+    "_with_sessions": {"legs": (*RECIPES[RecipeName.HYBRID].legs, Leg.SESSION)},
+    "_with_neighbours": {"context": ContextConfig(neighbours=0.3)},
 }
 
 

@@ -3,7 +3,9 @@
 A turn rarely stands alone: "what books has she read" is asked in one turn and answered
 ("Charlotte's Web, loved it") in the next, which shares no word with the question. So the
 turns just before and after each strong hit are brought in (or lifted) with a share of
-its score. One indexed query for all of them; no model runs.
+its score, never above it: four turns of one conversation about the forest, each lifting
+the others, would otherwise crowd out the two other conversations where the question's
+answer also lies. One indexed query for all of them; no model runs.
 
 What the ``search_memory`` tool shows goes one step further: a short question among its
 hits is followed by the turn that answered it, a yes or no among them comes after the
@@ -42,10 +44,15 @@ def _turn(session_id: str, row: asyncpg.Record) -> MemoryHit:
                      speaker=row["speaker"], timestamp=row["ts"], session_id=session_id)
 
 
+# A turn lifted by a hit stays just below it (equal, the order of their ids would decide).
+BELOW = 0.999
+
+
 async def add_neighbours(pool: asyncpg.Pool, hits: list[MemoryHit], filters: SearchFilters,
                          config: ContextConfig) -> list[MemoryHit]:
-    """The turns around the top hits get ``neighbours`` times the hit's score (added to
-    their own when they are hits too); best first."""
+    """The turns around the top hits get ``neighbours`` times the hit's score, added to
+    their own when they are hits too but never lifting a turn above the hit next to it (a
+    hit gains nothing from a weaker one); best first."""
     if config.neighbours <= 0:
         return hits
     top = [h for h in hits if h.kind == "segment" and h.session_id][: config.neighbour_hits]
@@ -56,12 +63,15 @@ async def add_neighbours(pool: asyncpg.Pool, hits: list[MemoryHit], filters: Sea
                             [h.id.split("/", 1)[1] for h in top], *params)
     by_id = {h.id: h for h in hits}
     base = {h.id: h.score for h in top}
+    own = {h.id: h.score for h in hits}
     for r in rows:
-        share = config.neighbours * base[f"{r['session_id']}/{r['hit_id']}"]
+        lifting = base[f"{r['session_id']}/{r['hit_id']}"]
         key = f"{r['session_id']}/{r['segment_id']}"
+        if lifting <= own.get(key, 0.0):
+            continue
         if (kept := by_id.get(key)) is None:
             kept = by_id[key] = _turn(r["session_id"], r)
-        kept.score += share
+        kept.score = max(kept.score, min(kept.score + config.neighbours * lifting, lifting * BELOW))
     return sorted(by_id.values(), key=lambda h: (-h.score, h.id))
 
 

@@ -44,8 +44,8 @@ class MMRConfig:
 class ContextConfig:
     """Context around a hit (no extra model call): the turn just before and just after
     each of the top ``neighbour_hits`` fused hits, in its session, gains ``neighbours``
-    times the hit's score (a question is answered in the next turn, an answer explains
-    the one before)."""
+    times the hit's score, up to that score (a question is answered in the next turn, an
+    answer explains the one before)."""
 
     neighbours: float = 0.3
     neighbour_hits: int = 20
@@ -85,16 +85,20 @@ class RecipeName(StrEnum):
 # supporting leg, weighed below the two that read every segment.
 GRAPH_WEIGHT = 0.5
 
-# The hybrid recipes also rank whole sessions by what they are about (one turn each, see
-# ``bm25.keyword_legs``), lift the turns next to a strong hit, and count a second hit from
-# an already chosen session as somewhat redundant: a question whose answer is spread over
-# several conversations sees more of them.
-_CONTEXT = {"context": ContextConfig(neighbours=0.3), "mmr": MMRConfig(same_session=0.3)}
+# The hybrid recipes count a second hit from an already chosen session as somewhat
+# redundant: a question whose answer is spread over several conversations sees more of
+# them. Two parts are left out, each measured on LoCoMo dev with ``benchmarks.locomo``:
+# the session leg (whole sessions ranked by what they are about, ``bm25.keyword_legs``)
+# cost more evidence turns than it found sessions, and the lift of the turns next to a
+# hit (``ContextConfig``), once bounded so that it cannot crowd out other conversations,
+# no longer added any. The ``search_memory`` tool still shows a question hit with the
+# turn that answered it (``context``).
+_SPREAD = {"mmr": MMRConfig(same_session=0.2)}
 
 RECIPES: dict[RecipeName, SearchRecipe] = {
-    RecipeName.HYBRID: SearchRecipe("hybrid", (Leg.BM25, Leg.VECTOR, Leg.GRAPH, Leg.SESSION),
-                                    leg_weights=((Leg.GRAPH, GRAPH_WEIGHT),), **_CONTEXT),
-    RecipeName.HYBRID_NO_GRAPH: SearchRecipe("hybrid_no_graph", (Leg.BM25, Leg.VECTOR, Leg.SESSION), **_CONTEXT),
+    RecipeName.HYBRID: SearchRecipe("hybrid", (Leg.BM25, Leg.VECTOR, Leg.GRAPH),
+                                    leg_weights=((Leg.GRAPH, GRAPH_WEIGHT),), **_SPREAD),
+    RecipeName.HYBRID_NO_GRAPH: SearchRecipe("hybrid_no_graph", (Leg.BM25, Leg.VECTOR), **_SPREAD),
     RecipeName.BM25: SearchRecipe("bm25", (Leg.BM25,)),
     RecipeName.VECTOR: SearchRecipe("vector", (Leg.VECTOR,)),
     RecipeName.GRAPH: SearchRecipe("graph", (Leg.GRAPH,)),

@@ -4,9 +4,10 @@ temporal decay, MMR (a second hit from one session counts as partly redundant).
 The keyword and session legs come from one query when a recipe has both
 (:func:`memory.retrieval.bm25.keyword_legs`).
 
-The question is first read for time (:mod:`memory.retrieval.time_hints`): its time
-phrases are taken out of the searched text, a window it names reruns every leg inside
-that window (both runs fused, so hits inside the window rise without hiding the rest),
+The question is first read for time (:mod:`memory.retrieval.time_hints`): a window it
+names reruns every leg inside that window, searching the question without its time
+phrases (both runs fused, so hits inside the window rise without hiding the rest; the
+run over all of memory keeps them: "moved there in March" says the month it is asked by),
 and "lately"-type questions get strong recency. A question naming one speaker of memory
 reruns every leg over that speaker's turns the same way (:mod:`memory.retrieval.speakers`). An explicit filter window from the
 caller replaces the question's. A leg that fails (the vector index down, the embedding model not loaded yet) is
@@ -150,11 +151,13 @@ async def _search(deps: SearchDeps, query: str, recipe: SearchRecipe, filters: S
                   limit: int) -> list[MemoryHit]:
     hint = parse_time(query, now) if recipe.time_aware else TimeHint(query=query)
     together = {Leg.BM25, Leg.SESSION} <= set(recipe.legs)
-    asked = _Asked(hint.query, _QueryVector(deps, hint.query), _Keywords(deps, hint.query, recipe.leg_limit, together))
-    runs = [(leg, filters, recipe.weight(leg), asked) for leg in recipe.legs]
+    whole = _Asked(query, _QueryVector(deps, query), _Keywords(deps, query, recipe.leg_limit, together))
+    runs = [(leg, filters, recipe.weight(leg), whole) for leg in recipe.legs]
     if hint.window is not None and filters.start is None and filters.end is None:
         windowed = replace(filters, start=hint.start, end=hint.end)
-        runs += [(leg, windowed, recipe.weight(leg) * recipe.window_weight, asked) for leg in recipe.legs]
+        timeless = whole if hint.query == query else _Asked(
+            hint.query, _QueryVector(deps, hint.query), _Keywords(deps, hint.query, recipe.leg_limit, together))
+        runs += [(leg, windowed, recipe.weight(leg) * recipe.window_weight, timeless) for leg in recipe.legs]
     if recipe.speaker_weight and filters.speaker is None and (
             speaker := await asked_speaker(deps.pool, filters.user_id, hint.query)) is not None:
         # over the speaker's own turns their name says nothing: it is left out of the query

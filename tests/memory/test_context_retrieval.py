@@ -88,6 +88,12 @@ async def test_an_answer_spread_over_sessions_reaches_each_of_them(memory):
     ])
     hits = await memory.search(SearchRequest(query="Where has Melanie camped?", now=NOW, limit=4))
     assert {h.session_id for h in hits} == {"forest", "beach", "hills"}
+    # the four forest turns, each next to another hit, are lifted no higher than the best
+    # of them: they do not crowd out the other two conversations
+    lifted = "hybrid_with_neighbours"
+    memory.recipes[lifted] = memory.recipes[RecipeName.HYBRID].with_(name=lifted, context=ContextConfig(neighbours=0.3))
+    hits = await memory.search(SearchRequest(query="Where has Melanie camped?", now=NOW, limit=4, recipe=lifted))
+    assert {h.session_id for h in hits} == {"forest", "beach", "hills"}
 
 
 def test_a_second_hit_from_a_chosen_session_counts_as_redundant():
