@@ -2,8 +2,9 @@
 
 Entities are matched by exact normalised name and by trigram similarity (pg_trgm) with
 the query's word n-grams, leaving out the owner ("me") and the conversation's own
-participants (an entity whose name is a speaker of the user's segments): they are in
-nearly every turn, so their name says nothing about which turn is wanted. For each
+participants (an entity whose name is a speaker of the user's segments, or for a person
+the start of one's name, as "Mel" is of Melanie's): they are in nearly every turn, so
+their name says nothing about which turn is wanted. For each
 matched entity the leg returns, best first:
 
 - the turns that evidence an active fact about it (``edges.source_segment``, confidence
@@ -24,6 +25,7 @@ import asyncpg
 
 from memory.names import ngrams
 from memory.retrieval.filters import SearchFilters
+from memory.retrieval.speakers import speakers_of
 from memory.retrieval.types import Leg, LegScore, MemoryHit
 
 TRIGRAM_MIN = 0.6
@@ -32,16 +34,22 @@ OWNER_NAMES = ["", "me", "i", "user", "owner", "myself"]
 STOP = frozenset({"i", "me", "my", "you", "your", "we", "the", "a", "an", "and", "or", "of", "to", "in",
                   "on", "at", "is", "was", "what", "when", "where", "who", "how", "did", "do", "does"})
 
-# The entities a query names: not the owner, not a participant (a speaker of the user's segments).
-_MATCHED = """
+# A person's name this short is not taken for the start of a participant's ("Al", "Jo").
+NICKNAME_MIN = 3
+
+# The entities a query names: not the owner, not a participant (a speaker of the user's
+# segments, $6, or for a person the start of one's name).
+_MATCHED = f"""
     SELECT DISTINCT ON (e.id) e.id, e.type,
            CASE WHEN e.normalized_name = g.gram THEN 1.0 ELSE similarity(e.normalized_name, g.gram) END AS weight
     FROM entities e JOIN unnest($1::text[]) AS g(gram)
       ON e.normalized_name = g.gram
       OR (e.normalized_name % g.gram AND similarity(e.normalized_name, g.gram) >= $2)
     WHERE e.user_id = $3 AND e.normalized_name <> ALL($4::text[])
-      AND NOT EXISTS (SELECT 1 FROM segments sp
-                      WHERE sp.user_id = e.user_id AND sp.speaker IN (e.name, initcap(e.normalized_name)))
+      AND NOT EXISTS (SELECT 1 FROM unnest($6::text[]) AS sp(speaker)
+                      WHERE sp.speaker IN (e.name, initcap(e.normalized_name))
+                         OR (e.type = 'person' AND length(e.normalized_name) >= {NICKNAME_MIN}
+                             AND starts_with(lower(sp.speaker), e.normalized_name)))
     ORDER BY e.id, weight DESC"""
 
 
@@ -49,8 +57,9 @@ async def graph_leg(pool: asyncpg.Pool, query: str, filters: SearchFilters, limi
     grams = [g for g in ngrams(query) if g not in STOP and len(g) >= 2]
     if not grams:
         return []
-    where, params = filters.sql(6)
-    limit_param = 6 + len(params)
+    speakers = await speakers_of(pool, filters.user_id)
+    where, params = filters.sql(7)
+    limit_param = 7 + len(params)
     rows = await pool.fetch(
         f"""
         WITH matched AS ({_MATCHED}),
@@ -71,7 +80,7 @@ async def graph_leg(pool: asyncpg.Pool, query: str, filters: SearchFilters, limi
         GROUP BY s.session_id, s.segment_id, s.speaker, s.text, s.ts
         ORDER BY score DESC, s.ts DESC
         LIMIT ${limit_param}""",
-        grams, TRIGRAM_MIN, filters.user_id, OWNER_NAMES, EDGE_CONFIDENCE_MIN, *params, limit,
+        grams, TRIGRAM_MIN, filters.user_id, OWNER_NAMES, EDGE_CONFIDENCE_MIN, speakers, *params, limit,
     )
     hits = [
         MemoryHit(
@@ -82,14 +91,15 @@ async def graph_leg(pool: asyncpg.Pool, query: str, filters: SearchFilters, limi
         for r in rows
     ]
     if filters.speaker is None:  # facts have no speaker
-        hits += await _facts(pool, grams, filters, limit)
+        hits += await _facts(pool, grams, speakers, filters, limit)
     hits.sort(key=lambda h: -h.score)
     for rank, hit in enumerate(hits[:limit], start=1):
         hit.legs[Leg.GRAPH] = LegScore(rank=rank, score=hit.score)
     return hits[:limit]
 
 
-async def _facts(pool: asyncpg.Pool, grams: list[str], filters: SearchFilters, limit: int) -> list[MemoryHit]:
+async def _facts(pool: asyncpg.Pool, grams: list[str], speakers: list[str], filters: SearchFilters,
+                 limit: int) -> list[MemoryHit]:
     """Active facts about the named entities, as hits of their own."""
     rows = await pool.fetch(
         f"""WITH matched AS ({_MATCHED})
@@ -97,12 +107,13 @@ async def _facts(pool: asyncpg.Pool, grams: list[str], filters: SearchFilters, l
            FROM matched m
            JOIN edges ed ON (ed.subject_id = m.id OR ed.object_id = m.id) AND ed.valid_to IS NULL
                         AND ed.confidence >= $5
-           WHERE ($6::timestamptz IS NULL OR ed.valid_from >= $6)
-             AND ($7::timestamptz IS NULL OR ed.valid_from < $7)
+           WHERE ($7::timestamptz IS NULL OR ed.valid_from >= $7)
+             AND ($8::timestamptz IS NULL OR ed.valid_from < $8)
            GROUP BY ed.id
            ORDER BY max(m.weight) * ed.confidence DESC, ed.id
-           LIMIT $8""",
-        grams, TRIGRAM_MIN, filters.user_id, OWNER_NAMES, EDGE_CONFIDENCE_MIN, filters.start, filters.end, limit,
+           LIMIT $9""",
+        grams, TRIGRAM_MIN, filters.user_id, OWNER_NAMES, EDGE_CONFIDENCE_MIN, speakers, filters.start, filters.end,
+        limit,
     )
     return [
         MemoryHit(

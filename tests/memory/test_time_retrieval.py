@@ -91,8 +91,15 @@ async def test_a_participants_name_alone_does_not_pull_graph_hits_to_the_top(mem
         """INSERT INTO edges (subject_id, predicate, object_id, fact, confidence, valid_from, source_session,
                               source_segment)
            VALUES ($1, 'has_pet', $2, 'Melanie has a dog named Luna', 0.9, $3, 'chat', 'c2')""", melanie, luna, NOW)
-    # a participant's name alone: the graph leg has nothing to say
+    # a participant's name alone, or the start of it ("Mel", as she is called too): the
+    # graph leg has nothing to say
+    mel, hiking = await entity("person", "Mel"), await entity("activity", "hiking")
+    await pool.execute(
+        """INSERT INTO edges (subject_id, predicate, object_id, fact, confidence, valid_from, source_session,
+                              source_segment)
+           VALUES ($1, 'enjoys', $2, 'Mel goes hiking', 0.9, $3, 'chat', 'c2')""", mel, hiking, NOW)
     assert await memory.search(SearchRequest(query="Caroline", recipe=RecipeName.GRAPH, now=NOW)) == []
+    assert await memory.search(SearchRequest(query="How is Mel?", recipe=RecipeName.GRAPH, now=NOW)) == []
     hits = await memory.search(SearchRequest(query="What did Caroline do in the pottery class?", now=NOW))
     assert hits[0].id == "chat/c1" and Leg.GRAPH not in hits[0].legs
     # a name that is not a participant still reaches its fact and the turn evidencing it
