@@ -8,7 +8,8 @@ split into STT (VAD stop -> transcript), LLM to first chunk (context -> the firs
 sent to the voice: a clause or sentence; routing and tools included), TTS first chunk
 (that text -> first audio) and the rest (VAD and turn-end waits, queues, transport). In
 the same run each stage is also run standalone on the same input (the VAD's stop as the
-clip followed by silence through a session's VAD, in audio time); ``overhead_ratio`` is
+clip followed by silence through a session's VAD, in audio time; a fixed phrase spoken
+from its cache, as in the pipeline); ``overhead_ratio`` is
 the pipeline's total over the standalone sum (``overhead_ratio_without_vad``: over the
 sum of the other three, as measured before). Then barge-in (user speech start -> bot
 audio stopped) and typed chat (``POST /v1/chat``: first token, new sessions included).
