@@ -42,12 +42,13 @@ async def test_her_own_turns_rise_over_turns_that_call_her(memory, pool):
     ]
     write(memory.settings.transcripts_dir, payload("chat", talk, started=T0))
     await memory.ingest_session("chat")
+    question = "What did Caroline say about adoption agencies?"
     for recipe in (RecipeName.HYBRID, RecipeName.BM25):
-        plain = f"{recipe}_without_speaker_runs"
-        memory.recipes[plain] = RECIPES[recipe].with_(name=plain, speaker_weight=0.0)
-        question = "What did Caroline say about adoption agencies?"
         hits = await memory.search(SearchRequest(query=question, now=T0, recipe=recipe, limit=3))
         assert hits[0].id == "chat/t2", (recipe, [h.id for h in hits])
-        # without the runs over her turns, those that name her come first
-        before = await memory.search(SearchRequest(query=question, now=T0, recipe=plain, limit=3))
-        assert before[0].id in ("chat/t1", "chat/t3"), (recipe, [h.id for h in before])
+    # without the runs over her turns, the keyword leg puts those that name her first (in the
+    # hybrid recipe the vector leg may or may not outweigh it: a near tie)
+    plain = "bm25_without_speaker_runs"
+    memory.recipes[plain] = RECIPES[RecipeName.BM25].with_(name=plain, speaker_weight=0.0)
+    before = await memory.search(SearchRequest(query=question, now=T0, recipe=plain, limit=3))
+    assert before[0].id in ("chat/t1", "chat/t3"), [h.id for h in before]
