@@ -118,6 +118,9 @@ def baseline_embed(models: ModelSettings, payloads: list[CapturePayload], sample
     return len(texts) / (time.perf_counter() - t0)
 
 
+PROGRESS_S = 30.0  # how often the embedding wait says how far it is
+
+
 async def run(n_segments: int, n_queries: int, database_url: str | None, embed_cache: Path | None = None) -> dict:
     # all-MiniLM-L6-v2 whatever memory's default: 100k segments take minutes with it, hours
     # with nomic-embed-text (about 15 a second on two cores).
@@ -145,7 +148,11 @@ async def run(n_segments: int, n_queries: int, database_url: str | None, embed_c
                 await asyncio.sleep(0.25)
             stored_s = time.perf_counter() - t0
             print(f"stored {n_segments} segments in {stored_s:.1f} s; embedding ...", flush=True)
-            while await db.pool.fetchval("SELECT count(*) FROM segments WHERE embedded_model IS NULL"):
+            shown = time.perf_counter()
+            while left := await db.pool.fetchval("SELECT count(*) FROM segments WHERE embedded_model IS NULL"):
+                if time.perf_counter() - shown >= PROGRESS_S:
+                    shown = time.perf_counter()
+                    print(f"  {n_segments - left} of {n_segments} embedded ({shown - t0:.0f} s)", flush=True)
                 await asyncio.sleep(1.0)
             await service.worker.run_until_idle(7200)
             total_s = time.perf_counter() - t0
