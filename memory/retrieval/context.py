@@ -62,10 +62,9 @@ async def add_neighbours(pool: asyncpg.Pool, hits: list[MemoryHit], filters: Sea
     rows = await pool.fetch(_NEIGHBOURS.format(where=where), [h.session_id for h in top],
                             [h.id.split("/", 1)[1] for h in top], *params)
     by_id = {h.id: h for h in hits}
-    base = {h.id: h.score for h in top}
-    own = {h.id: h.score for h in hits}
+    own = {h.id: h.score for h in hits}  # before any lift
     for r in rows:
-        lifting = base[f"{r['session_id']}/{r['hit_id']}"]
+        lifting = own[f"{r['session_id']}/{r['hit_id']}"]
         key = f"{r['session_id']}/{r['segment_id']}"
         if lifting <= own.get(key, 0.0):
             continue

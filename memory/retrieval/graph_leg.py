@@ -25,7 +25,6 @@ import asyncpg
 
 from memory.names import ngrams
 from memory.retrieval.filters import SearchFilters
-from memory.retrieval.speakers import speakers_of
 from memory.retrieval.types import Leg, LegScore, MemoryHit
 
 TRIGRAM_MIN = 0.6
@@ -53,11 +52,12 @@ _MATCHED = f"""
     ORDER BY e.id, weight DESC"""
 
 
-async def graph_leg(pool: asyncpg.Pool, query: str, filters: SearchFilters, limit: int) -> list[MemoryHit]:
+async def graph_leg(pool: asyncpg.Pool, query: str, filters: SearchFilters, limit: int,
+                    speakers: list[str]) -> list[MemoryHit]:
+    """``speakers``: the speaker labels of the user's memory (``speakers.speakers_of``)."""
     grams = [g for g in ngrams(query) if g not in STOP and len(g) >= 2]
     if not grams:
         return []
-    speakers = await speakers_of(pool, filters.user_id)
     where, params = filters.sql(7)
     limit_param = 7 + len(params)
     rows = await pool.fetch(

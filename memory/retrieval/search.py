@@ -32,7 +32,7 @@ from memory.retrieval.fusion import rrf
 from memory.retrieval.graph_leg import graph_leg
 from memory.retrieval.recipes import SearchRecipe
 from memory.retrieval.rerank import apply_decay, mmr
-from memory.retrieval.speakers import asked_speaker, without_name
+from memory.retrieval.speakers import asked_speaker, speakers_of, without_name
 from memory.retrieval.time_hints import TimeHint, parse_time
 from memory.retrieval.types import Leg, MemoryHit
 from memory.retrieval.vector_leg import vector_leg
@@ -83,6 +83,19 @@ class _Keywords:
         return turns if leg is Leg.BM25 else sessions
 
 
+class _Speakers:
+    """The speaker labels of the user's memory, read once a search: the question's speaker
+    and every run of the graph leg need them."""
+
+    def __init__(self, pool: asyncpg.Pool, user_id: str) -> None:
+        self._pool, self._user_id, self._task = pool, user_id, None
+
+    async def get(self) -> list[str]:
+        if self._task is None:
+            self._task = asyncio.ensure_future(speakers_of(self._pool, self._user_id))
+        return await asyncio.shield(self._task)
+
+
 @dataclass
 class _Asked:
     """The text a run of the legs searches for, with its embedding and keyword queries."""
@@ -93,22 +106,23 @@ class _Asked:
 
 
 async def _run_leg(leg: Leg, deps: SearchDeps, query: str, filters: SearchFilters, limit: int,
-                   vector: _QueryVector, keywords: _Keywords) -> list[MemoryHit]:
+                   vector: _QueryVector, keywords: _Keywords, speakers: _Speakers) -> list[MemoryHit]:
     if leg in (Leg.BM25, Leg.SESSION):
         return await keywords.get(leg, filters)
     if leg is Leg.GRAPH:
-        return await graph_leg(deps.pool, query, filters, limit)
+        return await graph_leg(deps.pool, query, filters, limit, await speakers.get())
     if deps.vectors is None:
         raise RuntimeError("no vector index")
     return await vector_leg(deps.vectors, await vector.get(), filters, limit)
 
 
 async def _timed_leg(leg: Leg, deps: SearchDeps, query: str, filters: SearchFilters, limit: int,
-                     vector: _QueryVector, keywords: _Keywords, windowed: bool) -> list[MemoryHit]:
+                     vector: _QueryVector, keywords: _Keywords, speakers: _Speakers,
+                     windowed: bool) -> list[MemoryHit]:
     """One leg, with its time and number of hits (or its failure) as an event."""
     with stage("memory", f"retrieval.{leg.value}", Zone.RETRIEVAL, announce=False,
                data={"windowed": windowed}) as timed:
-        hits = await _run_leg(leg, deps, query, filters, limit, vector, keywords)
+        hits = await _run_leg(leg, deps, query, filters, limit, vector, keywords, speakers)
         timed.data["hits"] = len(hits)
     return hits
 
@@ -151,6 +165,7 @@ async def _search(deps: SearchDeps, query: str, recipe: SearchRecipe, filters: S
                   limit: int) -> list[MemoryHit]:
     hint = parse_time(query, now) if recipe.time_aware else TimeHint(query=query)
     together = {Leg.BM25, Leg.SESSION} <= set(recipe.legs)
+    speakers = _Speakers(deps.pool, filters.user_id)
     whole = _Asked(query, _QueryVector(deps, query), _Keywords(deps, query, recipe.leg_limit, together))
     runs = [(leg, filters, recipe.weight(leg), whole) for leg in recipe.legs]
     if hint.window is not None and filters.start is None and filters.end is None:
@@ -159,14 +174,14 @@ async def _search(deps: SearchDeps, query: str, recipe: SearchRecipe, filters: S
             hint.query, _QueryVector(deps, hint.query), _Keywords(deps, hint.query, recipe.leg_limit, together))
         runs += [(leg, windowed, recipe.weight(leg) * recipe.window_weight, timeless) for leg in recipe.legs]
     if recipe.speaker_weight and filters.speaker is None and (
-            speaker := await asked_speaker(deps.pool, filters.user_id, hint.query)) is not None:
+            speaker := await asked_speaker(hint.query, speakers.get)) is not None:
         # over the speaker's own turns their name says nothing: it is left out of the query
         rest = without_name(hint.query, speaker)
         own = _Asked(rest, _QueryVector(deps, rest), _Keywords(deps, rest, recipe.leg_limit, together))
         spoken = replace(filters, speaker=speaker)
         runs += [(leg, spoken, recipe.weight(leg) * recipe.speaker_weight, own) for leg in recipe.legs]
     results = await asyncio.gather(
-        *(_timed_leg(leg, deps, a.query, f, recipe.leg_limit, a.vector, a.keywords, f != filters)
+        *(_timed_leg(leg, deps, a.query, f, recipe.leg_limit, a.vector, a.keywords, speakers, f != filters)
           for leg, f, _, a in runs),
         return_exceptions=True,
     )

@@ -16,6 +16,7 @@ index scan: as many probes as there are speakers, whatever the number of segment
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 
 import asyncpg
 
@@ -58,9 +59,10 @@ async def speakers_of(pool: asyncpg.Pool, user_id: str) -> list[str]:
     return [r["speaker"] for r in await pool.fetch(_SPEAKERS, user_id, MAX_SPEAKERS)]
 
 
-async def asked_speaker(pool: asyncpg.Pool, user_id: str, query: str) -> str | None:
-    """The one speaker the query names, or None (none, or several)."""
+async def asked_speaker(query: str, speakers: Callable[[], Awaitable[list[str]]]) -> str | None:
+    """The one speaker the query names, or None (none, or several); ``speakers`` gives
+    memory's speaker labels (read only when the query has a capital letter)."""
     if not any(c.isupper() for c in query):
         return None
-    named = named_in(query, await speakers_of(pool, user_id))
+    named = named_in(query, await speakers())
     return named[0] if len(named) == 1 else None
