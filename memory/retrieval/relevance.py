@@ -23,12 +23,13 @@ nearest after that line.
 from __future__ import annotations
 
 from memory.retrieval.types import Leg, MemoryHit
-from models.settings import TextEmbedderName
+from models.settings import ModelSettings, TextEmbedderName
 
 # How far below the best hit's cosine similarity a hit that only the embedding found may
 # be and still be read, for each of memory's embedding models.
 VECTOR_MARGINS = {TextEmbedderName.MINILM: 0.3, TextEmbedderName.NOMIC: 0.15}
-VECTOR_MARGIN = VECTOR_MARGINS[TextEmbedderName.MINILM]
+# memory's default model's (the setting's default, not the environment's)
+VECTOR_MARGIN = VECTOR_MARGINS[ModelSettings.model_fields["embedder"].default]
 
 
 def _vector_only(hit: MemoryHit) -> bool:
