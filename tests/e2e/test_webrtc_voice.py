@@ -162,9 +162,10 @@ async def test_barge_in_stops_her_and_the_page_keeps_only_what_was_spoken(voice_
     replies = [seg["text"] for seg in segments if seg["speaker"] == "annie"]
     # What the LLM generated for the story (all of it, or up to the interruption).
     generated = segments[asked_at + 1]["text"].removesuffix("[interrupted]").strip()
+    heard = [m["text"] for m in messages if m.get("type") == "transcript" and m["role"] == "user" and m.get("final")]
     # The page shows the sentences that were played, never what was generated but not said.
-    assert shown and generated.startswith(shown.split(".")[0]), (shown, generated)
-    assert len(shown) < len(generated), (shown, generated)
+    assert shown and generated.startswith(shown.split(".")[0]), (shown, generated, heard)
+    assert len(shown) < len(generated), (shown, generated, heard)  # a short reply: what did she hear?
     assert not any("stop" in r.lower() and "sorry" in r.lower() for r in replies)
 
 
