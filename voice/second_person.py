@@ -9,8 +9,7 @@ object after a preposition or a verb of telling ("to the user" -> "to you"). Any
 is left as written, since a verb it does not know would come out wrong ("You lives").
 
 The text comes in pieces ("The", " user", "'s"): the end of a piece that may still become
-one of these is held back (with the word before it), and so is a last word that may come
-before the object (" with", then " the", " user"), until the next piece shows what it is.
+one of these is held back (with the word before it) until the next piece shows what it is.
 """
 
 from __future__ import annotations
