@@ -21,6 +21,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Generic, TypeVar
 
 import asyncpg
 
@@ -39,6 +40,7 @@ from memory.retrieval.vector_leg import vector_leg
 from memory.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -48,19 +50,18 @@ class SearchDeps:
     embed_query: Callable[[str], Awaitable[list[float]]]
 
 
-class _QueryVector:
-    """The query's embedding, computed once and shared by every run of the vector leg."""
+class _Once(Generic[T]):
+    """A value computed once a search, on first use, and shared by every run that needs it
+    (the query's embedding for each run of the vector leg; memory's speaker labels for the
+    question's speaker and each run of the graph leg)."""
 
-    def __init__(self, deps: SearchDeps, query: str) -> None:
-        self._deps, self._query, self._task = deps, query, None
+    def __init__(self, make: Callable[[], Awaitable[T]]) -> None:
+        self._make, self._task = make, None
 
-    async def get(self) -> list[float]:
+    async def get(self) -> T:
         if self._task is None:
-            self._task = asyncio.ensure_future(self._embed())
+            self._task = asyncio.ensure_future(self._make())
         return await asyncio.shield(self._task)
-
-    async def _embed(self) -> list[float]:
-        return await self._deps.embed_query(self._query)
 
 
 class _Keywords:
@@ -83,30 +84,17 @@ class _Keywords:
         return turns if leg is Leg.BM25 else sessions
 
 
-class _Speakers:
-    """The speaker labels of the user's memory, read once a search: the question's speaker
-    and every run of the graph leg need them."""
-
-    def __init__(self, pool: asyncpg.Pool, user_id: str) -> None:
-        self._pool, self._user_id, self._task = pool, user_id, None
-
-    async def get(self) -> list[str]:
-        if self._task is None:
-            self._task = asyncio.ensure_future(speakers_of(self._pool, self._user_id))
-        return await asyncio.shield(self._task)
-
-
 @dataclass
 class _Asked:
     """The text a run of the legs searches for, with its embedding and keyword queries."""
 
     query: str
-    vector: _QueryVector
+    vector: _Once[list[float]]
     keywords: _Keywords
 
 
 async def _run_leg(leg: Leg, deps: SearchDeps, query: str, filters: SearchFilters, limit: int,
-                   vector: _QueryVector, keywords: _Keywords, speakers: _Speakers) -> list[MemoryHit]:
+                   vector: _Once[list[float]], keywords: _Keywords, speakers: _Once[list[str]]) -> list[MemoryHit]:
     if leg in (Leg.BM25, Leg.SESSION):
         return await keywords.get(leg, filters)
     if leg is Leg.GRAPH:
@@ -117,7 +105,7 @@ async def _run_leg(leg: Leg, deps: SearchDeps, query: str, filters: SearchFilter
 
 
 async def _timed_leg(leg: Leg, deps: SearchDeps, query: str, filters: SearchFilters, limit: int,
-                     vector: _QueryVector, keywords: _Keywords, speakers: _Speakers,
+                     vector: _Once[list[float]], keywords: _Keywords, speakers: _Once[list[str]],
                      windowed: bool) -> list[MemoryHit]:
     """One leg, with its time and number of hits (or its failure) as an event."""
     with stage("memory", f"retrieval.{leg.value}", Zone.RETRIEVAL, announce=False,
@@ -165,19 +153,22 @@ async def _search(deps: SearchDeps, query: str, recipe: SearchRecipe, filters: S
                   limit: int) -> list[MemoryHit]:
     hint = parse_time(query, now) if recipe.time_aware else TimeHint(query=query)
     together = {Leg.BM25, Leg.SESSION} <= set(recipe.legs)
-    speakers = _Speakers(deps.pool, filters.user_id)
-    whole = _Asked(query, _QueryVector(deps, query), _Keywords(deps, query, recipe.leg_limit, together))
+    speakers = _Once(lambda: speakers_of(deps.pool, filters.user_id))
+
+    def asked(text: str) -> _Asked:
+        return _Asked(text, _Once(lambda: deps.embed_query(text)), _Keywords(deps, text, recipe.leg_limit, together))
+
+    whole = asked(query)
     runs = [(leg, filters, recipe.weight(leg), whole) for leg in recipe.legs]
     if hint.window is not None and filters.start is None and filters.end is None:
         windowed = replace(filters, start=hint.start, end=hint.end)
-        timeless = whole if hint.query == query else _Asked(
-            hint.query, _QueryVector(deps, hint.query), _Keywords(deps, hint.query, recipe.leg_limit, together))
+        timeless = whole if hint.query == query else asked(hint.query)
         runs += [(leg, windowed, recipe.weight(leg) * recipe.window_weight, timeless) for leg in recipe.legs]
     if recipe.speaker_weight and filters.speaker is None and (
             speaker := await asked_speaker(hint.query, speakers.get)) is not None:
         # over the speaker's own turns their name says nothing: it is left out of the query
         rest = without_name(hint.query, speaker)
-        own = _Asked(rest, _QueryVector(deps, rest), _Keywords(deps, rest, recipe.leg_limit, together))
+        own = asked(rest)
         spoken = replace(filters, speaker=speaker)
         runs += [(leg, spoken, recipe.weight(leg) * recipe.speaker_weight, own) for leg in recipe.legs]
     results = await asyncio.gather(
