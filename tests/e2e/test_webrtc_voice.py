@@ -15,6 +15,8 @@ from aiortc.contrib.media import MediaPlayer
 
 from tests.voice.support import kokoro_wav, loopback_ice, transcribe
 
+STORY = "Tell me a long story about a dragon who learns to bake bread."
+
 
 async def _record(track, chunks: list[np.ndarray]) -> None:
     """The bot's audio as 16 kHz mono float32 chunks."""
@@ -135,16 +137,19 @@ class _Peer:
 async def test_barge_in_stops_her_and_the_page_keeps_only_what_was_spoken(voice_server, voice_models, tmp_path):
     from benchmarks.voice_latency import kokoro_pcm
 
+    # Synthesised before the session: the server shares this event loop, and Kokoro would
+    # hold it (and the audio both ways) for a second or more.
+    ask, stop = (kokoro_pcm(voice_models.kokoro, text)[0] for text in (STORY, "Stop."))
     peer = _Peer(lambda track: _record(track, []))
     mic, pc, messages, wait_for = peer.mic, peer.pc, peer.messages, peer.wait_for
     async with httpx.AsyncClient(base_url=voice_server.url, headers=voice_server.headers, timeout=30) as client:
         session = await peer.connect(client)  # the greeting plays first; then ask for something long
-        mic.say(kokoro_pcm(voice_models.kokoro, "Tell me a long story about a dragon who learns to bake bread.")[0])
+        mic.say(ask)
         asked = len(messages)
         await wait_for(lambda: any(m.get("type") == "transcript" and m["role"] == "assistant" and m["text"]
                                    for m in messages[asked:]), 300)
         await asyncio.sleep(1.5)
-        mic.say(kokoro_pcm(voice_models.kokoro, "Stop.")[0])
+        mic.say(stop)
         await wait_for(lambda: any(m.get("type") == "transcript" and m["role"] == "user" and "stop" in m["text"].lower()
                                    for m in messages[asked:]), 60)
         stopped = len(messages)
@@ -189,11 +194,12 @@ async def test_her_own_voice_in_the_microphone_does_not_interrupt_her(voice_serv
     she is not cut off by it and it is not taken for the user (voice.double_talk)."""
     from benchmarks.voice_latency import kokoro_pcm
 
+    ask = kokoro_pcm(voice_models.kokoro, STORY)[0]  # before the session (see the barge-in test)
     peer = _Peer(lambda track: _echo(track, peer.mic, down_db=25))
     mic, pc, messages, wait_for, states = peer.mic, peer.pc, peer.messages, peer.wait_for, peer.states
     async with httpx.AsyncClient(base_url=voice_server.url, headers=voice_server.headers, timeout=30) as client:
         session = await peer.connect(client)
-        mic.say(kokoro_pcm(voice_models.kokoro, "Tell me a long story about a dragon who learns to bake bread.")[0])
+        mic.say(ask)
         asked = len(messages)
         await wait_for(lambda: "speaking" in states(asked), 300)
         # The story is over when she has been listening for 4 s with nothing new on the page
