@@ -9,7 +9,8 @@ object after a preposition or a verb of telling ("to the user" -> "to you"). Any
 is left as written, since a verb it does not know would come out wrong ("You lives").
 
 The text comes in pieces ("The", " user", "'s"): the end of a piece that may still become
-one of these is held back (with the word before it) until the next piece shows what it is.
+one of these is held back (with the word before it), and so is a last word that may come
+before the object (" with", then " the", " user"), until the next piece shows what it is.
 """
 
 from __future__ import annotations
@@ -37,9 +38,14 @@ _WHOLE = r"(?=[^\w'’]{end})"
 _POSSESSIVE = r"\b([Tt])he user['’]s" + _WHOLE
 _SUBJECT = r"\b([Tt])he user (\w+(?:n['’]t)?)" + _WHOLE
 _OBJECT = r"\b(" + "|".join(_OBJECT_BEFORE) + r") the user" + _WHOLE
-# The end of a text that may still become one of them: "t", "the us", "the user'", "the user sa".
+# The end of a text that may still become one of them: "t", "the us", "the user'", "the user sa",
+# with the word before it; or a word that may come before the object ("shared with"): the
+# model's tokens bring the preposition alone (" with", " the", " user"), and once it is given
+# out, "the user" after it can no longer become "you". (Such a word cut inside, " wi" "th",
+# is not seen: the model's tokenizer has each of them whole.)
 _OPEN = re.compile(r"(?:\b\w+\s+)?\b(?:t|th|the|the\s|the\su|the\sus|the\suse|the\suser|the\suser['’]"
-                   r"|the\suser['’]s|the\suser\s\w*(?:n|n['’])?)$", re.IGNORECASE)
+                   r"|the\suser['’]s|the\suser\s\w*(?:n|n['’])?)$"
+                   r"|\b(?:" + "|".join(_OBJECT_BEFORE) + r")\s*$", re.IGNORECASE)
 _PATTERNS = {final: [re.compile(p.format(end="|$" if final else ""), flags)
                      for p, flags in ((_POSSESSIVE, 0), (_SUBJECT, 0), (_OBJECT, re.IGNORECASE))]
              for final in (False, True)}
