@@ -196,6 +196,22 @@ class UserTranscriptToPage(FrameProcessor):
         await self.push_frame(frame, direction)
 
 
+class MicAudioEnds(FrameProcessor):
+    """The microphone's audio goes no further: Whisper and the user aggregator (the VAD,
+    smart-turn) are before this, and nothing after it uses the audio. Passed on, each
+    20 ms frame would take a queue hop and every observer's look at each of the processors
+    after it, on the event loop that also paces Annie's outgoing audio (about a seventh of
+    a connected session's idle CPU). Runs in the caller's task: it holds no state."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(enable_direct_mode=True, **kwargs)
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        if not (isinstance(frame, InputAudioRawFrame) and direction is FrameDirection.DOWNSTREAM):
+            await self.push_frame(frame, direction)
+
+
 class ToolTextGuard(FrameProcessor):
     """Drops tool-call text from LLM text frames on their way to TTS.
 
@@ -388,7 +404,8 @@ def build_pipeline(
     # The first clause of a reply goes to the voice at once, then chunks that grow to sentences.
     clauses = LLMTextProcessor(text_aggregator=FirstClauseAggregator(
         max_words=settings.first_chunk_max_words, whole=frozenset(phrase for _, phrase in models.phrases)))
-    processors: list[FrameProcessor] = [stt, UserTranscriptToPage(), user_agg, llm, ToolTextGuard(), clauses, tts]
+    processors: list[FrameProcessor] = [stt, UserTranscriptToPage(), user_agg, MicAudioEnds(), llm, ToolTextGuard(),
+                                        clauses, tts]
     if transport is not None:
         processors = [transport.input(), *processors, transport.output()]
     processors += [SpokenToPage(), assistant_agg]

@@ -8,6 +8,7 @@ import json
 import time
 
 from pipecat.frames.frames import (
+    InputAudioRawFrame,
     InterruptionFrame,
     LLMContextFrame,
     LLMFullResponseEndFrame,
@@ -26,7 +27,7 @@ from pipecat.tests.utils import SleepFrame, run_test
 from tests.voice.support import BrokenMemory, FixedMemory, voice_settings
 from voice.agent import NOTHING_FOUND, STORED, Agent
 from voice.clause_aggregator import FirstClauseAggregator
-from voice.pipeline import AgentLLMProcessor, SharedKokoroTTSService, ToolTextGuard, build_pipeline
+from voice.pipeline import AgentLLMProcessor, MicAudioEnds, SharedKokoroTTSService, ToolTextGuard, build_pipeline
 from voice.prefill import NEXT_TURN
 from voice.primer import PromptPrimer
 from voice.recorder import ConversationRecorder, Device
@@ -45,6 +46,22 @@ async def test_tool_call_text_never_reaches_tts():
     assert spoken.replace("  ", " ").strip() == "Let me look. Found it."
     assert "secret" not in spoken and "{" not in spoken
     assert len(guard.dropped) == 2
+
+
+async def test_the_microphone_audio_stops_after_the_user_aggregator_and_all_else_passes(voice_models, managed_llm,
+                                                                                          tmp_path):
+    mic = [InputAudioRawFrame(audio=b"\x01\x00" * 320, sample_rate=16000, num_channels=1) for _ in range(3)]
+    frames = [mic[0], LLMTextFrame("Hello"), mic[1], InterruptionFrame(), mic[2], LLMFullResponseEndFrame()]
+    down, _ = await run_test(MicAudioEnds(), frames_to_send=frames,
+                             expected_down_frames=[LLMTextFrame, InterruptionFrame, LLMFullResponseEndFrame])
+    assert [f.text for f in down if isinstance(f, LLMTextFrame)] == ["Hello"]
+    # In the built pipeline it comes right after the user aggregator, before the LLM.
+    agent = Agent(managed_llm.client, FixedMemory(), voice_settings(tmp_path))
+    built = build_pipeline(transport=None, models=voice_models, agent=agent, system_prompt="", voice="af_heart",
+                           settings=voice_settings(tmp_path), recorder=None)
+    names = [type(p).__name__ for p in built.pipeline.processors]
+    assert names.index("MicAudioEnds") == names.index("LLMUserAggregator") + 1
+    assert names.index("MicAudioEnds") < names.index("AgentLLMProcessor")
 
 
 async def test_reply_is_split_into_sentences_before_tts(voice_models):
