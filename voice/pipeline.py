@@ -200,8 +200,9 @@ class MicAudioEnds(FrameProcessor):
     """The microphone's audio goes no further: Whisper and the user aggregator (the VAD,
     smart-turn) are before this, and nothing after it uses the audio. Passed on, each
     20 ms frame would take a queue hop and every observer's look at each of the processors
-    after it, on the event loop that also paces Annie's outgoing audio (about a seventh of
-    a connected session's idle CPU). Runs in the caller's task: it holds no state."""
+    after it, on the event loop that also paces Annie's outgoing audio (about a tenth of
+    the main thread's CPU in a connected, silent session). Runs in the caller's task: it
+    holds no state."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(enable_direct_mode=True, **kwargs)
