@@ -11,6 +11,7 @@ from pipecat.frames.frames import OutputAudioRawFrame
 from pipecat.transports.smallwebrtc.transport import SmallWebRTCOutputTransport, SmallWebRTCTransport
 
 from voice.double_talk import FarEnd
+from voice.webrtc_send import send_paced
 
 
 class _EchoReferenceOutput(SmallWebRTCOutputTransport):
@@ -26,11 +27,17 @@ class _EchoReferenceOutput(SmallWebRTCOutputTransport):
 
 
 class EchoReferenceTransport(SmallWebRTCTransport):
-    """A SmallWebRTC transport whose output feeds ``far_end``."""
+    """A SmallWebRTC transport whose output feeds ``far_end`` and leaves in 20 ms frames
+    (:mod:`voice.webrtc_send`)."""
 
     def __init__(self, *, far_end: FarEnd, **kwargs) -> None:
         super().__init__(**kwargs)
         self.far_end = far_end
+
+    async def _on_client_connected(self, webrtc_connection) -> None:
+        # The client has just made its output track; nothing has been written to it yet.
+        send_paced(self._client, webrtc_connection)
+        await super()._on_client_connected(webrtc_connection)
 
     def output(self) -> SmallWebRTCOutputTransport:
         if not self._output:
