@@ -282,7 +282,9 @@ class Agent:
             elif tool == Tool.THINK and not asks_to_think(said):
                 log.info("routing chose think for a plain question; answering directly instead")
                 return None
-            arguments = arguments_from_words(tool, said, today)
+            # Thinking is done aloud, in the reply: a thought written first (up to 150 tokens,
+            # 12-25 s on two cores) kept the user waiting in silence for any answer.
+            arguments = {} if tool == Tool.THINK else arguments_from_words(tool, said, today)
             if arguments is None:
                 spec = TOOLS[Tool(tool)]
                 arguments = await self.llm.chat_json(

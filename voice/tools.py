@@ -1,8 +1,9 @@
 """The tools a conversation can use, their JSON schemas, and running them.
 
 ``search_memory``, ``remember``, ``recall_entity`` and ``daily_summary`` go to the
-injected :class:`MemoryPort`; ``think`` is
-a scratchpad that is never spoken; ``render_table`` sends a table to the page.
+injected :class:`MemoryPort`; ``think`` is a scratchpad that is never spoken when the
+model writes a thought into its call, and otherwise (a tool chosen before the reply) tells
+the reply to work it out aloud; ``render_table`` sends a table to the page.
 Every tool returns text for the LLM; none raises on a bad argument or a memory that
 is down -- the model is told what happened instead.
 """
@@ -115,6 +116,10 @@ TOOL_NAMES = frozenset(t.value for t in Tool)
 
 DIRECT = "answer_directly"
 
+# The think tool chosen before the reply (schema routing) with no thought written: the
+# reply itself works it out, spoken as it is written.
+THINK_ALOUD = "Work it out in your answer: the steps in a few short sentences, then the result."
+
 
 def action_schema() -> dict[str, Any]:
     """The first routing step: one action, a tool or a direct answer."""
@@ -212,7 +217,9 @@ class ToolRunner:
 
     async def _run(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         if name == Tool.THINK:
-            return ToolResult(name, arguments, "Noted. Now answer the user.")
+            # With no thought written (schema routing), the reply thinks aloud.
+            thought = str(arguments.get("thought") or "").strip()
+            return ToolResult(name, arguments, "Noted. Now answer the user." if thought else THINK_ALOUD)
         if name == Tool.RENDER_TABLE:
             table = make_table(arguments)
             return ToolResult(name, arguments, f"The table '{table.title}' with {len(table.rows)} rows is now on the "
