@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pipecat.audio.turn.smart_turn.local_smart_turn_v3 import LocalSmartTurnAnalyzerV3
 from pipecat.audio.utils import create_stream_resampler
 from pipecat.frames.frames import (
     BotStartedSpeakingFrame,
@@ -65,6 +64,7 @@ from voice.agent import FIXED_PHRASES, Agent, ContextMessage, TextDelta, ToolSta
 from voice.clause_aggregator import FirstClauseAggregator
 from voice.double_talk import DoubleTalk, FarEnd
 from voice.early_stt import EarlyDecoding
+from voice.early_turn import EarlyTurnAnalyzer
 from voice.intent_rules import asks_to_stop
 from voice.recorder import ConversationRecorder
 from voice.settings import VoiceSettings
@@ -369,6 +369,7 @@ class VoicePipeline:
     stt: WhisperSTTService
     tts: TTSService
     echo_gate: DoubleTalk | None = None
+    turn: EarlyTurnAnalyzer | None = None
 
 
 def build_pipeline(
@@ -389,14 +390,15 @@ def build_pipeline(
                      double_talk=double_talk)
     stt = SharedWhisperSTTService(models=models, beam_size=settings.stt_beam_size, vad=vad,
                                   early_after_frames=round(settings.early_stt_after_s / SILERO_FRAME_S))
+    turn = EarlyTurnAnalyzer(vad=vad, after_frames=round(settings.early_turn_after_s / SILERO_FRAME_S),
+                             smart_turn_model_path=str(models.turn_path))
     context = LLMContext(messages=[{"role": "system", "content": system_prompt}])
     user_agg, assistant_agg = LLMContextAggregatorPair(
         context,
         user_params=LLMUserAggregatorParams(
             vad_analyzer=vad,
             user_turn_strategies=UserTurnStrategies(
-                stop=[TurnAnalyzerUserTurnStopStrategy(
-                    turn_analyzer=LocalSmartTurnAnalyzerV3(smart_turn_model_path=str(models.turn_path)))]
+                stop=[TurnAnalyzerUserTurnStopStrategy(turn_analyzer=turn)]
             ),
         ),
     )
@@ -418,4 +420,4 @@ def build_pipeline(
         if not message.interrupted:
             agent.read_ahead(context.get_messages())
 
-    return VoicePipeline(Pipeline(processors), context, llm, stt, tts, double_talk)
+    return VoicePipeline(Pipeline(processors), context, llm, stt, tts, double_talk, turn)

@@ -238,6 +238,7 @@ class VoiceService:
         assert self.models is not None
         agent: Agent | None = None
         echo_gate = None
+        voice_pipeline = None
         try:
             _, agent = self.agent(session.backend)
             system_prompt = agent.system_prompt(await self.primer.session_briefing())
@@ -294,7 +295,7 @@ class VoiceService:
                 pass
             held = f"; the echo gate kept {echo_gate.held_back} frames of her own voice from the VAD" \
                 if echo_gate is not None and echo_gate.held_back else ""
-            log.info("voice session %s ended%s", session.id, held)
+            log.info("voice session %s ended%s%s", session.id, held, _early_answers(voice_pipeline))
 
     def status(self) -> dict[str, Any]:
         self._expire_pending()
@@ -314,3 +315,12 @@ class VoiceService:
             "active_voice_sessions": self._active(),
             "chat_sessions": len(self.chat.list()),
         }
+
+
+def _early_answers(voice_pipeline: Any) -> str:
+    """How many of the session's transcripts and end-of-turn answers were ready in the pause."""
+    if voice_pipeline is None:
+        return ""
+    stt, turn = voice_pipeline.stt.early.stats, voice_pipeline.turn.stats if voice_pipeline.turn else None
+    said = f"; early transcripts used {stt.used} of {stt.started}"
+    return said + (f", early end-of-turn answers {turn.used} of {turn.started}" if turn else "")

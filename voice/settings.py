@@ -88,6 +88,9 @@ class VoiceSettings(BaseSettings):
     # Start Whisper this far into a pause, before the VAD ends the turn (0.2 s of
     # silence); the result is kept when no speech followed. 0 turns it off.
     early_stt_after_s: float = Field(default=0.064, ge=0.0, le=1.0)
+    # Ask smart-turn whether the turn is over this far into a pause too; an answer of
+    # "over" is kept when no speech followed (voice.early_turn). 0 turns it off.
+    early_turn_after_s: float = Field(default=0.064, ge=0.0, le=1.0)
     # Kokoro gives one audio chunk per sentence. The longest Kokoro may take to make one sentence before its audio is given up as
     # lost. Contexts are closed explicitly at the end of a turn, so a long value costs
     # nothing; a short one silenced whole replies when a long sentence took over 10 s on
