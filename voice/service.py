@@ -321,6 +321,8 @@ def _early_answers(voice_pipeline: Any) -> str:
     """How many of the session's transcripts and end-of-turn answers were ready in the pause."""
     if voice_pipeline is None:
         return ""
-    stt, turn = voice_pipeline.stt.early.stats, voice_pipeline.turn.stats if voice_pipeline.turn else None
+    stt = voice_pipeline.stt.early.stats
     said = f"; early transcripts used {stt.used} of {stt.started}"
-    return said + (f", early end-of-turn answers {turn.used} of {turn.started}" if turn else "")
+    if voice_pipeline.turn is not None:
+        said += f", early end-of-turn answers {voice_pipeline.turn.stats.used} of {voice_pipeline.turn.stats.started}"
+    return said

@@ -105,4 +105,3 @@ async def test_a_private_question_about_someone_memory_does_not_hold_is_not_answ
     assert text == "I don't have anything about Priya in my memory."
     # A public question naming someone memory does not hold still goes to the model.
     assert await agent.probe("Who is Priya?") is None
-
