@@ -19,7 +19,7 @@ import httpx
 
 from models.errors import ModelNotFound
 from models.llama_build import build_key, this_machine
-from models.process import die_with_parent, free_port, stop_stale, write_pid
+from models.process import die_with_parent, free_port, release_pid, stop_stale, write_pid
 from models.settings import ModelSettings
 
 log = logging.getLogger(__name__)
@@ -209,4 +209,4 @@ class LlamaServer:
             except TimeoutError:
                 proc.kill()
                 await proc.wait()
-        self.pidfile.unlink(missing_ok=True)
+        release_pid(self.pidfile, proc.pid if proc else None)

@@ -53,17 +53,48 @@ def process_cmdline(pid: int) -> str:
 
 
 def write_pid(path: Path, pid: int) -> None:
+    """Record a child's pid and its owner (this process): ``"<pid> <owner pid>"``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".partial")
-    tmp.write_text(f"{pid}\n")
+    tmp.write_text(f"{pid} {os.getpid()}\n")
     os.replace(tmp, path)
 
 
-def read_pid(path: Path) -> int | None:
+def _pid_fields(path: Path) -> list[int]:
     try:
-        return int(path.read_text().split()[0])
+        return [int(field) for field in path.read_text().split()[:2]]
+    except (OSError, ValueError):
+        return []
+
+
+def read_pid(path: Path) -> int | None:
+    fields = _pid_fields(path)
+    return fields[0] if fields else None
+
+
+def parent_pid(pid: int) -> int | None:
+    """The parent of a live process, from ``/proc`` (None where there is none)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat.rsplit(")", 1)[1].split()[1])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def owned_by_a_running_process(pidfile: Path) -> int | None:
+    """The owner's pid if the process the pid file names is still the child of the
+    process that recorded it (another Annie process on the same data dir, say the
+    memory's own embedding server while ``annie memory rebuild`` runs in a test):
+    not a leftover, and not to be stopped. A child whose owner died was handed to
+    another parent, so it fails this test and is a leftover."""
+    fields = _pid_fields(pidfile)
+    if len(fields) < 2:
+        return None
+    pid, owner = fields
+    parent = parent_pid(pid)
+    if parent is None:  # no /proc: trust the owner's being alive
+        return owner if pid_alive(owner) else None
+    return owner if parent == owner else None
 
 
 def terminate(pid: int, timeout: float = 10.0) -> None:
@@ -84,15 +115,28 @@ def terminate(pid: int, timeout: float = 10.0) -> None:
 
 
 def stop_stale(pidfile: Path, expect_in_cmdline: str) -> bool:
-    """Stop the process a leftover pid file names, if it is still ours; True if it was."""
+    """Stop the process a leftover pid file names, if it is still ours; True if it was.
+
+    A process some running program still owns is left alone (and its pid file too)."""
     pid = read_pid(pidfile)
-    stopped = False
-    if pid is not None and pid_alive(pid) and expect_in_cmdline in process_cmdline(pid):
-        log.warning("stopping %s (pid %d) left over from an earlier run", expect_in_cmdline, pid)
-        terminate(pid)
-        stopped = True
+    if pid is None or not pid_alive(pid) or expect_in_cmdline not in process_cmdline(pid):
+        pidfile.unlink(missing_ok=True)
+        return False
+    owner = owned_by_a_running_process(pidfile)
+    if owner is not None:
+        log.info("%s (pid %d) belongs to a running process (pid %d) on the same data dir; leaving it running",
+                 expect_in_cmdline, pid, owner)
+        return False
+    log.warning("stopping %s (pid %d) left over from an earlier run", expect_in_cmdline, pid)
+    terminate(pid)
     pidfile.unlink(missing_ok=True)
-    return stopped
+    return True
+
+
+def release_pid(pidfile: Path, pid: int | None) -> None:
+    """Remove a pid file at a clean stop, unless it now names another process's child."""
+    if pid is not None and read_pid(pidfile) == pid:
+        pidfile.unlink(missing_ok=True)
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -1,11 +1,16 @@
-"""Process helpers: the port a server is told to bind a moment later."""
+"""Process helpers: the port a server is told to bind a moment later, and pid files that
+tell a leftover server from one another running process still owns."""
 
 from __future__ import annotations
 
 import socket
+import subprocess
+import time
 from pathlib import Path
 
-from models.process import free_port
+import pytest
+
+from models.process import free_port, pid_alive, read_pid, release_pid, stop_stale, write_pid
 
 
 def test_a_free_port_is_below_the_ephemeral_range_and_bindable():
@@ -16,3 +21,82 @@ def test_a_free_port_is_below_the_ephemeral_range_and_bindable():
     for port in ports:
         with socket.socket() as server:
             server.bind(("127.0.0.1", port))
+
+
+@pytest.fixture
+def sleeper():
+    """A child of this process, as a managed server is."""
+    proc = subprocess.Popen(["sleep", "60"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def orphan() -> int:
+    """A sleep whose parent has exited: what a server is after its owner was killed."""
+    shell = subprocess.run(["sh", "-c", "sleep 60 >/dev/null 2>&1 & echo $!"], capture_output=True, text=True,
+                           check=True)
+    return int(shell.stdout.split()[0])
+
+
+def gone(pid: int, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True  # killed, not yet reaped by its new parent
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_server_its_running_owner_still_has_is_left_alone(tmp_path, sleeper):
+    pidfile = tmp_path / "run" / "server.pid"
+    write_pid(pidfile, sleeper.pid)
+    assert read_pid(pidfile) == sleeper.pid
+    assert stop_stale(pidfile, "sleep") is False
+    assert sleeper.poll() is None, "another process's server was stopped"
+    assert read_pid(pidfile) == sleeper.pid
+
+
+def test_a_server_whose_owner_died_is_stopped(tmp_path):
+    pid = orphan()
+    pidfile = tmp_path / "server.pid"
+    pidfile.write_text(f"{pid} 999999999\n")  # an owner that no longer runs
+    try:
+        assert stop_stale(pidfile, "sleep") is True
+        assert gone(pid)
+        assert not pidfile.exists()
+    finally:
+        if pid_alive(pid):
+            subprocess.run(["kill", "-9", str(pid)], check=False)
+
+
+def test_a_pid_file_without_an_owner_names_a_leftover(tmp_path):
+    pid = orphan()
+    pidfile = tmp_path / "server.pid"
+    pidfile.write_text(f"{pid}\n")  # written before owners were recorded
+    try:
+        assert stop_stale(pidfile, "sleep") is True
+        assert gone(pid)
+    finally:
+        if pid_alive(pid):
+            subprocess.run(["kill", "-9", str(pid)], check=False)
+
+
+def test_a_pid_file_naming_some_other_program_is_only_removed(tmp_path, sleeper):
+    pidfile = tmp_path / "server.pid"
+    pidfile.write_text(f"{sleeper.pid} 999999999\n")
+    assert stop_stale(pidfile, "llama-server") is False
+    assert sleeper.poll() is None
+    assert not pidfile.exists()
+
+
+def test_a_clean_stop_keeps_a_pid_file_that_now_names_another_server(tmp_path, sleeper):
+    pidfile = tmp_path / "server.pid"
+    write_pid(pidfile, sleeper.pid)
+    release_pid(pidfile, sleeper.pid + 1)
+    assert read_pid(pidfile) == sleeper.pid
+    release_pid(pidfile, sleeper.pid)
+    assert not pidfile.exists()
