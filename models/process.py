@@ -61,8 +61,11 @@ def write_pid(path: Path, pid: int) -> None:
 
 
 def _pid_fields(path: Path) -> list[int]:
+    """The pid and, where recorded, its owner: the numbers on the file's first line
+    (PostgreSQL's ``postmaster.pid`` has its data dir on the next)."""
     try:
-        return [int(field) for field in path.read_text().split()[:2]]
+        lines = path.read_text().splitlines()
+        return [int(field) for field in lines[0].split()[:2]] if lines else []
     except (OSError, ValueError):
         return []
 

@@ -100,3 +100,9 @@ def test_a_clean_stop_keeps_a_pid_file_that_now_names_another_server(tmp_path, s
     assert read_pid(pidfile) == sleeper.pid
     release_pid(pidfile, sleeper.pid)
     assert not pidfile.exists()
+
+
+def test_postgres_pid_file_reads_its_pid(tmp_path):
+    pidfile = tmp_path / "postmaster.pid"
+    pidfile.write_text(f"4242\n{tmp_path}/postgres\n1764220000\n5432\n/tmp\nlocalhost\n")
+    assert read_pid(pidfile) == 4242
