@@ -85,11 +85,13 @@ def test_serve_health_token_and_ctrl_c_stops_everything(data_dir):
 def test_second_run_after_kill_9_recovers(data_dir):
     port = free_port()
     first = _start(data_dir, port)
-    wait_healthy(first, f"http://127.0.0.1:{port}/health", "annie serve", log=_log(data_dir, port))
-    token = (data_dir / "token").read_text().strip()
-    children = _children(data_dir)
-    first.kill()
-    first.wait()
+    try:
+        wait_healthy(first, f"http://127.0.0.1:{port}/health", "annie serve", log=_log(data_dir, port))
+        token = (data_dir / "token").read_text().strip()
+        children = _children(data_dir)
+    finally:  # the kill -9 under test, or the end of a run that failed before it
+        first.kill()
+        first.wait()
     assert _wait_gone(children["llama-server"]), "llama-server must die with its parent"
 
     second = _start(data_dir, port)
