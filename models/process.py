@@ -2,7 +2,9 @@
 
 Managed servers (llama-server, embedded PostgreSQL) are started with a parent-death
 signal where the OS has one, and their pid is recorded under the data dir, so the
-next start can stop a leftover process from a run that was killed hard.
+next start can stop a leftover process from a run that was killed hard. The pid file
+names the process that started the server too: a server whose owner still runs (another
+Annie process on the same data dir) is not a leftover, and is left alone.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from models.process import free_port, pid_alive, read_pid, release_pid, stop_stale, write_pid
+from models.process import free_port, pid_alive, process_cmdline, read_pid, release_pid, stop_stale, write_pid
 
 
 def test_a_free_port_is_below_the_ephemeral_range_and_bindable():
@@ -27,6 +27,10 @@ def test_a_free_port_is_below_the_ephemeral_range_and_bindable():
 def sleeper():
     """A child of this process, as a managed server is."""
     proc = subprocess.Popen(["sleep", "60"])
+    for _ in range(200):  # until the child has become "sleep" (right after the fork it is still python)
+        if "sleep" in process_cmdline(proc.pid):
+            break
+        time.sleep(0.01)
     yield proc
     proc.kill()
     proc.wait()
