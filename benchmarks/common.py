@@ -32,8 +32,46 @@ def percentiles(samples_ms: list[float]) -> dict[str, float]:
     }
 
 
+def cpu_times() -> dict[str, int] | None:
+    """The machine's CPU time so far by state, in clock ticks (``/proc/stat``; None elsewhere)."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()
+    except (OSError, IndexError):
+        return None
+    names = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+    return {name: int(value) for name, value in zip(names, fields[1:], strict=False)}
+
+
+# When this run started, to say afterwards how busy the machine was meanwhile.
+_STARTED = (cpu_times(), os.times())
+
+
+def cpu_during_run(started: tuple[dict[str, int] | None, os.times_result] = _STARTED) -> dict[str, float] | None:
+    """Shares of the machine's CPU time since ``started``: ``this_run`` (this process and the
+    children it waited for: the models it started), ``idle``, ``steal`` (taken by the host of
+    a virtual machine) and ``other`` (everything else running). A run whose ``other`` or
+    ``steal`` is more than a few percent was measured on a busy machine."""
+    before, times_before = started
+    after, times_after = cpu_times(), os.times()
+    if before is None or after is None:
+        return None
+    delta = {name: after[name] - before.get(name, 0) for name in after}
+    total = sum(delta.values())
+    if total <= 0:
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    mine = sum(getattr(times_after, f) - getattr(times_before, f)
+               for f in ("user", "system", "children_user", "children_system")) * tick
+    idle = delta.get("idle", 0) + delta.get("iowait", 0)
+    steal = delta.get("steal", 0)
+    this_run = min(mine, total - idle - steal)
+    return {"this_run": round(this_run / total, 3), "idle": round(idle / total, 3), "steal": round(steal / total, 3),
+            "other": round(max(0.0, total - idle - steal - this_run) / total, 3)}
+
+
 def machine() -> dict[str, object]:
-    return {"python": platform.python_version(), "cpus": os.cpu_count(), "machine": platform.machine()}
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "machine": platform.machine(),
+            "cpu_during_run": cpu_during_run()}
 
 
 def write_result(name: str, result: dict) -> Path:
