@@ -86,20 +86,17 @@ def parent_pid(pid: int) -> int | None:
         return None
 
 
-def owned_by_a_running_process(pidfile: Path) -> int | None:
-    """The owner's pid if the process the pid file names is still the child of the
-    process that recorded it (another Annie process on the same data dir, say the
-    memory's own embedding server while ``annie memory rebuild`` runs in a test):
-    not a leftover, and not to be stopped. A child whose owner died was handed to
-    another parent, so it fails this test and is a leftover."""
-    fields = _pid_fields(pidfile)
-    if len(fields) < 2:
-        return None
-    pid, owner = fields
+def still_owned(pid: int, owner: int | None) -> bool:
+    """Whether ``pid`` is still the child of ``owner``, the process that recorded it (another
+    Annie process on the same data dir, say the memory's own embedding server while
+    ``annie memory rebuild`` runs in a test): not a leftover, and not to be stopped. A child
+    whose owner died was handed to another parent, so it fails this test and is a leftover."""
+    if owner is None:
+        return False
     parent = parent_pid(pid)
     if parent is None:  # no /proc: trust the owner's being alive
-        return owner if pid_alive(owner) else None
-    return owner if parent == owner else None
+        return pid_alive(owner)
+    return parent == owner
 
 
 def terminate(pid: int, timeout: float = 10.0) -> None:
@@ -123,12 +120,13 @@ def stop_stale(pidfile: Path, expect_in_cmdline: str) -> bool:
     """Stop the process a leftover pid file names, if it is still ours; True if it was.
 
     A process some running program still owns is left alone (and its pid file too)."""
-    pid = read_pid(pidfile)
+    fields = _pid_fields(pidfile)
+    pid = fields[0] if fields else None
     if pid is None or not pid_alive(pid) or expect_in_cmdline not in process_cmdline(pid):
         pidfile.unlink(missing_ok=True)
         return False
-    owner = owned_by_a_running_process(pidfile)
-    if owner is not None:
+    owner = fields[1] if len(fields) > 1 else None
+    if still_owned(pid, owner):
         log.info("%s (pid %d) belongs to a running process (pid %d) on the same data dir; leaving it running",
                  expect_in_cmdline, pid, owner)
         return False
