@@ -57,6 +57,12 @@ class EventLog:
             stats |= {"written": stored.written, "not_stored": stored.dropped + stored.failed, "pruned": stored.pruned}
         return stats
 
+    async def flush(self) -> None:
+        """Write every event recorded so far to the database (when there is one)."""
+        self.recorder.hand_off()
+        if self.store is not None:
+            await self.store.flush()
+
     async def close(self) -> None:
         """Stop handing events on and write what is left; the caller closes the database after."""
         await self.recorder.stop()

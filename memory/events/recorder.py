@@ -202,7 +202,7 @@ class EventRecorder:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        self._drain()
+        self.hand_off()
         with self._lock:
             self._loop, self._wake = None, None
             self._wake_scheduled = False
@@ -220,9 +220,11 @@ class EventRecorder:
         while True:
             await wake.wait()
             wake.clear()
-            self._drain()
+            self.hand_off()
 
-    def _drain(self) -> None:
+    def hand_off(self) -> None:
+        """Hand what is pending to the subscribers and the sink now (the dispatcher does
+        it on its own a moment after each event)."""
         with self._lock:
             batch = list(self._pending)
             self._pending.clear()

@@ -90,7 +90,13 @@ class EventStore:
         self._queue: deque[Event] = deque()
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self._writing = asyncio.Lock()  # one writer at a time, so a flush waits for a write under way
         self._last_warning = 0.0
+
+    @property
+    def pending(self) -> int:
+        """Events queued and not yet taken by the writer."""
+        return len(self._queue)
 
     # intake (the recorder's dispatcher calls this on the loop) ---------------------------
 
@@ -117,23 +123,36 @@ class EventStore:
         self._task = asyncio.create_task(self._run(), name="event-writer")
 
     async def close(self, timeout: float = 2.0) -> None:
-        """Write what is queued (for at most ``timeout`` seconds), stop, close the pool."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        """Write what is queued (for at most ``timeout`` seconds), stop, close the pool.
+
+        The writer is stopped between batches, never in the middle of one: a batch taken
+        off the queue is written or counted, not lost on the way."""
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout):
-                await self.flush()
+                async with self._writing:
+                    await self._stop_writer()
+                    await self._write_queued()
+        await self._stop_writer()  # the timeout came first: stop it wherever it is
         if self._queue:
             self.stats.dropped += len(self._queue)
             log.warning("events: %d event(s) not stored at shutdown", len(self._queue))
             self._queue.clear()
         await close_pool(self.pool, timeout=1.0)
 
+    async def _stop_writer(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
     async def flush(self) -> None:
-        """Write everything queued now."""
+        """Write everything queued now; returns once it, and any batch already being written,
+        is in the database (or counted as failed)."""
+        async with self._writing:
+            await self._write_queued()
+
+    async def _write_queued(self) -> None:
         while self._queue:
             batch = [self._queue.popleft() for _ in range(min(self.batch, len(self._queue)))]
             await self._write(batch)
@@ -163,6 +182,9 @@ class EventStore:
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             self.stats.failed += len(batch)
             self._warn(f"writing {len(batch)} event(s) failed ({exc}); {self.stats.failed} lost so far")
+        except asyncio.CancelledError:  # shutting down past its timeout
+            self.stats.failed += len(batch)
+            raise
 
     async def _write_rows(self, batch: list[Event], first: Exception) -> None:
         refused = 0

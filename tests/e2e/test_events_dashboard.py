@@ -122,7 +122,7 @@ async def test_the_dashboard_shows_a_chat_turn_live_and_replays_it(tmp_path, dat
                 await dashboard.screenshot(path=shots / "3-turn-done.png")
 
                 # The same minutes again, from the database: the turn's events replayed at once.
-                await events.store.flush()
+                await events.flush()
                 await dashboard.select_option("#replay-speed", "0")
                 await dashboard.click("#replay-button")
                 await expect(dashboard.locator("#mode")).to_have_text("Replay")

@@ -8,6 +8,7 @@ import logging
 import threading
 from datetime import UTC, datetime, timedelta
 
+import asyncpg
 import pytest
 
 from memory.events import Event, EventFilter, EventRecorder, EventType, Zone, session_scope, stage
@@ -269,3 +270,59 @@ async def test_the_log_reads_stored_and_not_yet_stored_events_once_each(store):
     assert [e.data["i"] for e in page.events] == [5, 4, 3, 2, 1, 0] and not page.truncated
     page = await log.query(EventFilter(process="a"), limit=4, newest_first=False)
     assert [e.data["i"] for e in page.events] == [0, 1, 2, 3] and page.truncated
+
+
+async def holding(store, first: Event):
+    """Another connection's open transaction that has inserted ``first``'s id: the writer's
+    insert of a batch with ``first`` in it waits on that row until the transaction ends."""
+    conn = await store.pool.acquire()
+    tx = conn.transaction()
+    await tx.start()
+    await conn.execute("INSERT INTO events (event_id, ts, service, process, zone, event_type) "
+                       "VALUES ($1, now(), 'test', 'holder', 'client', 'complete')", first.event_id)
+    return conn, tx
+
+
+async def writing(store) -> None:
+    """Until the writer has taken the queued events and is waiting on the database with them."""
+    async with asyncio.timeout(30):
+        while store.pending:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)
+
+
+async def test_a_flush_returns_only_once_a_batch_under_way_is_stored(store):
+    batch = [event("inflight", datetime.now(UTC), i=i) for i in range(3)]
+    conn, tx = await holding(store, batch[0])
+    try:
+        store.start()
+        store.offer(batch)
+        await writing(store)
+        flushed = asyncio.create_task(store.flush())
+        await asyncio.sleep(0.3)
+        assert not flushed.done()  # the writer's batch is not in the database yet
+    finally:
+        await tx.rollback()
+        await store.pool.release(conn)
+    await asyncio.wait_for(flushed, 30)
+    assert await store.pool.fetchval("SELECT count(*) FROM events WHERE process = 'inflight'") == 3
+
+
+async def test_closing_writes_a_batch_under_way_rather_than_cancelling_it(database_url):
+    store = await open_event_store(database_url, linger_s=0.0)
+    batch = [event("closing", datetime.now(UTC), i=i) for i in range(3)]
+    conn, tx = await holding(store, batch[0])
+    store.start()
+    store.offer(batch)
+    await writing(store)
+    closing = asyncio.create_task(store.close(timeout=30))
+    await asyncio.sleep(0.3)
+    await tx.rollback()
+    await store.pool.release(conn)
+    await asyncio.wait_for(closing, 30)
+    assert store.stats.written == 3 and store.stats.dropped == store.stats.failed == 0
+    check = await asyncpg.connect(database_url)
+    try:
+        assert await check.fetchval("SELECT count(*) FROM events WHERE process = 'closing'") == 3
+    finally:
+        await check.close()
