@@ -9,6 +9,11 @@ a slow loudness gate, which also makes every barge-in slower.
 speech only when its energy (over the last few frames) is above the loudest stretch Annie
 played in the time her voice takes to come back (:class:`FarEnd`, fed at the moment each
 chunk goes to the peer), less ``margin_db``. With Annie quiet, every frame passes.
+
+That time is counted back from the moment the frame *arrived* (``at``), not the moment
+the VAD reads it, which on a busy machine is much later (:mod:`voice.mic_arrival`); what
+Annie played after the frame arrived cannot be in it. Her chunks are kept ``MAX_LAG_S``
+past the horizon for such late frames.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import numpy as np
 # From the moment a chunk is handed to the peer to its echo reaching the VAD: the peer's
 # jitter buffer, the speakers, the room, the microphone and the way back; generous.
 ECHO_HORIZON_S = 0.6
+# How late the VAD may read a frame and still compare it with what Annie played before it.
+MAX_LAG_S = 5.0
 # Annie's loudness is taken over this many of her 40 ms chunks in a row, as the
 # microphone's is over a few frames (one loud syllable is not her level).
 REFERENCE_CHUNKS = 3
@@ -60,20 +67,21 @@ class FarEnd:
             self._chunks.append((now, energy))
             self._forget(now)
 
-    def loudest(self) -> float:
-        """The highest energy over ``REFERENCE_CHUNKS`` chunks in a row within the horizon
-        (0 when Annie was quiet)."""
+    def loudest(self, at: float | None = None) -> float:
+        """The highest energy over ``REFERENCE_CHUNKS`` chunks in a row played within the
+        horizon before ``at`` (a frame's arrival; now when None); 0 when Annie was quiet."""
         now = self._clock()
+        at = now if at is None else min(at, now)
         with self._lock:
             self._forget(now)
-            energies = [energy for _, energy in self._chunks]
+            energies = [energy for sent, energy in self._chunks if at - self._horizon_s <= sent <= at]
         if not energies:
             return 0.0
         n = min(REFERENCE_CHUNKS, len(energies))
         return max(sum(energies[i:i + n]) / n for i in range(len(energies) - n + 1))
 
     def _forget(self, now: float) -> None:
-        while self._chunks and self._chunks[0][0] < now - self._horizon_s:
+        while self._chunks and self._chunks[0][0] < now - self._horizon_s - MAX_LAG_S:
             self._chunks.popleft()
 
 
@@ -88,15 +96,17 @@ class DoubleTalk:
         self._mic: deque[float] = deque(maxlen=max(1, mic_frames))
         self.held_back = 0  # frames Silero took for speech that were under the echo gate
 
-    def heard(self, pcm16: bytes) -> bool:
-        """Feed one microphone frame; True when it may be the user's voice."""
+    def heard(self, pcm16: bytes, at: float | None = None) -> bool:
+        """Feed one microphone frame (arrived ``at``; None: now); True when it may be the
+        user's voice."""
         self._mic.append(mean_square(pcm16))
-        reference = self._far_end.loudest()
+        reference = self._far_end.loudest(at)
         return reference == 0.0 or sum(self._mic) / len(self._mic) > reference * self._ratio
 
-    def keeps_out(self, pcm16: bytes, speech: bool) -> bool:
-        """Feed one microphone frame that Silero scored (``speech``); True when it is speech
-        no louder than Annie's own voice coming back (counted in ``held_back``)."""
-        kept_out = not self.heard(pcm16) and speech
+    def keeps_out(self, pcm16: bytes, speech: bool, at: float | None = None) -> bool:
+        """Feed one microphone frame that Silero scored (``speech``), arrived ``at``; True
+        when it is speech no louder than Annie's own voice coming back (counted in
+        ``held_back``)."""
+        kept_out = not self.heard(pcm16, at) and speech
         self.held_back += int(kept_out)
         return kept_out

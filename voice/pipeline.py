@@ -66,6 +66,7 @@ from voice.double_talk import DoubleTalk, FarEnd
 from voice.early_stt import EarlyDecoding
 from voice.early_turn import EarlyTurnAnalyzer
 from voice.intent_rules import asks_to_stop
+from voice.mic_arrival import MicArrivals
 from voice.recorder import ConversationRecorder
 from voice.settings import VoiceSettings
 from voice.speech_onset import OnsetKokoro, from_onset
@@ -382,12 +383,14 @@ def build_pipeline(
     settings: VoiceSettings,
     recorder: ConversationRecorder | None,
     far_end: FarEnd | None = None,
+    mic_arrivals: MicArrivals | None = None,
 ) -> VoicePipeline:
     """The processors of one voice session; ``transport`` None builds the middle only (tests).
-    ``far_end``, fed by the transport with what Annie sends, keeps her echo from the VAD."""
+    ``far_end``, fed by the transport with what Annie sends, keeps her echo from the VAD;
+    ``mic_arrivals``, fed by the transport too, says when each frame the VAD reads came in."""
     double_talk = DoubleTalk(far_end, margin_db=settings.vad_echo_margin_db) if far_end is not None else None
     vad = SessionVAD(start_secs=settings.vad_start_secs, volume_smoothing=settings.vad_volume_smoothing,
-                     double_talk=double_talk)
+                     double_talk=double_talk, arrivals=mic_arrivals)
     stt = SharedWhisperSTTService(models=models, beam_size=settings.stt_beam_size, vad=vad,
                                   early_after_frames=round(settings.early_stt_after_s / SILERO_FRAME_S))
     turn = EarlyTurnAnalyzer(vad=vad, after_frames=round(settings.early_turn_after_s / SILERO_FRAME_S),

@@ -239,6 +239,7 @@ class VoiceService:
         agent: Agent | None = None
         echo_gate = None
         voice_pipeline = None
+        transport = None
         try:
             _, agent = self.agent(session.backend)
             system_prompt = agent.system_prompt(await self.primer.session_briefing())
@@ -253,6 +254,7 @@ class VoiceService:
                 transport=transport, models=self.models, agent=agent,
                 system_prompt=system_prompt, voice=session.voice,
                 settings=self.settings, recorder=recorder, far_end=transport.far_end,
+                mic_arrivals=transport.mic_arrivals,
             )
             echo_gate = voice_pipeline.echo_gate
             worker = PipelineWorker(
@@ -295,7 +297,8 @@ class VoiceService:
                 pass
             held = f"; the echo gate kept {echo_gate.held_back} frames of her own voice from the VAD" \
                 if echo_gate is not None and echo_gate.held_back else ""
-            log.info("voice session %s ended%s%s", session.id, held, _early_answers(voice_pipeline))
+            timed = f"; {transport.mic_arrivals.summary()}" if transport is not None else ""
+            log.info("voice session %s ended%s%s%s", session.id, held, timed, _early_answers(voice_pipeline))
 
     def status(self) -> dict[str, Any]:
         self._expire_pending()

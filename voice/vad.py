@@ -11,7 +11,8 @@ gate (``min_volume``), which pipecat measures over a 400 ms window and smooths f
 0.5 (the default here). Pipecat's slow smoothing also kept out some of the bot's own
 voice leaking into the microphone; the echo gate (``voice.double_talk``) keeps it all
 out instead, and a frame it holds back scores as no speech
-(``benchmarks.barge_in_echo``).
+(``benchmarks.barge_in_echo``). The gate is told when each frame arrived
+(:mod:`voice.mic_arrival`), since the VAD reads it later.
 
 :class:`Pause` is the run of frames since the last confident speech frame: the early
 transcriber (``voice.early_stt``) starts Whisper a few frames into a pause and keeps the
@@ -24,9 +25,10 @@ import threading
 from dataclasses import dataclass, field
 
 from pipecat.audio.vad.silero import SileroVADAnalyzer
-from pipecat.audio.vad.vad_analyzer import VADParams
+from pipecat.audio.vad.vad_analyzer import VADParams, VADState
 
 from voice.double_talk import DoubleTalk
+from voice.mic_arrival import MicArrivals
 
 # One Silero frame: 512 samples at 16 kHz.
 SILERO_FRAME_S = 0.032
@@ -63,9 +65,13 @@ class SessionVAD(SileroVADAnalyzer):
     """Silero VAD with a settable loudness smoothing and a view of the current pause."""
 
     def __init__(self, *, start_secs: float, volume_smoothing: float, double_talk: DoubleTalk | None = None,
-                 **kwargs) -> None:
+                 arrivals: MicArrivals | None = None, **kwargs) -> None:
         super().__init__(params=VADParams(start_secs=start_secs), **kwargs)
         self._double_talk = double_talk
+        self.arrivals = arrivals
+        # When the frame being read reached the transport (None: not known; the echo gate
+        # then takes the time it is read).
+        self.frame_arrival: float | None = None
         if not 0.0 < volume_smoothing <= 1.0:
             raise ValueError(f"volume_smoothing must be in (0, 1], not {volume_smoothing}")
         if not hasattr(self, "_smoothing_factor"):
@@ -75,11 +81,18 @@ class SessionVAD(SileroVADAnalyzer):
         self._lock = threading.Lock()
         self._pause = Pause()
 
+    async def analyze_audio(self, buffer: bytes) -> VADState:
+        """Read one microphone frame (the analyzer runs in its own thread, one frame at a time)."""
+        if self.arrivals is not None:
+            self.frame_arrival = self.arrivals.take(buffer)
+        return await super().analyze_audio(buffer)
+
     def voice_confidence(self, buffer) -> float:
         """Silero's score for one frame; also extends or ends the current pause."""
         confidence = super().voice_confidence(buffer)
         score = float(getattr(confidence, "item", lambda: confidence)())
-        if self._double_talk is not None and self._double_talk.keeps_out(buffer, score >= self.params.confidence):
+        if self._double_talk is not None and self._double_talk.keeps_out(buffer, score >= self.params.confidence,
+                                                                          self.frame_arrival):
             confidence = score = 0.0  # no louder than Annie's own voice coming back
         with self._lock:
             if score >= self.params.confidence:

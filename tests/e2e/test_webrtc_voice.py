@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import re
 import time
 from pathlib import Path
 
@@ -189,10 +191,13 @@ async def _echo(track, mic, down_db: float) -> None:
         mic.echo(pcm * gain)
 
 
-async def test_her_own_voice_in_the_microphone_does_not_interrupt_her(voice_server, voice_models):
+async def test_her_own_voice_in_the_microphone_does_not_interrupt_her(voice_server, voice_models, caplog):
     """The microphone hears her 25 dB down, about what a browser's echo cancellation leaves:
-    she is not cut off by it and it is not taken for the user (voice.double_talk)."""
+    she is not cut off by it and it is not taken for the user (voice.double_talk). The echo
+    gate knew when each frame the VAD read had arrived (voice.mic_arrival)."""
     from benchmarks.voice_latency import kokoro_pcm
+
+    caplog.set_level(logging.INFO, logger="voice.service")
 
     ask = kokoro_pcm(voice_models.kokoro, STORY)[0]  # before the session (see the barge-in test)
     peer = _Peer(lambda track: _echo(track, peer.mic, down_db=25))
@@ -223,3 +228,11 @@ async def test_her_own_voice_in_the_microphone_does_not_interrupt_her(voice_serv
     story = segments[asked_at + 1]
     assert story["speaker"] == "annie" and story["text"] and not story["text"].endswith("[interrupted]"), story
     assert all(seg["speaker"] == "annie" for seg in segments[asked_at + 1:]), segments[asked_at:]
+
+    ended = f"voice session {session['session_id']} ended"
+    for _ in range(100):  # logged once the connection is closed, just after the session is unlisted
+        if lines := [r.getMessage() for r in caplog.records if r.getMessage().startswith(ended)]:
+            break
+        await asyncio.sleep(0.1)
+    read = re.search(r"the VAD read (\d+) microphone frames, (\d+) timed from their arrival", lines[0])
+    assert read and int(read[1]) > 500 and read[1] == read[2], lines[0]

@@ -95,3 +95,41 @@ def test_the_user_is_heard_over_her_echo(voice_models, reply):
     starts = settings_run(mic, reply)
     assert [t for t in starts if t >= BARGE_AT_S], starts
     assert not [t for t in starts if t < BARGE_AT_S], starts
+
+
+def test_a_frame_read_late_is_compared_with_what_she_played_before_it_arrived():
+    """On a busy machine the VAD reads a frame long after it came in: her loud chunk has
+    left the horizon by then, but the frame, which arrived right after it, is her echo."""
+    clock = Clock()
+    far_end = FarEnd(clock=clock)
+    gate = DoubleTalk(far_end, margin_db=20, mic_frames=1)
+    far_end.played(tone(-20, 0.04, 24000))
+    clock.now = 1.5  # read 1.3 s after it arrived
+    assert gate.heard(tone(-50))  # against "now", the gate has let go: her echo passes
+    assert not gate.heard(tone(-50), at=0.2)  # against its arrival, it is held back
+    assert gate.heard(tone(-26), at=0.2)  # the user is still heard
+
+
+def test_what_she_played_after_a_frame_arrived_is_not_in_it():
+    clock = Clock()
+    far_end = FarEnd(clock=clock)
+    gate = DoubleTalk(far_end, margin_db=20, mic_frames=1)
+    clock.now = 1.0
+    far_end.played(tone(-20, 0.04, 24000))
+    clock.now = 1.2
+    assert far_end.loudest(at=0.9) == 0.0
+    assert gate.heard(tone(-50), at=0.9)  # she was quiet then: a soft voice is the user's
+    assert far_end.loudest(at=1.1) > 0.0
+
+
+def test_her_echo_read_a_second_late_still_never_starts_a_turn(reply):
+    seconds = len(reply[0]) / reply[1] + 1.0
+    mic = echo(*reply, 25, seconds)
+    defaults = VoiceSettings()
+
+    def starts(timed: bool) -> list[float]:
+        return speaking_starts(mic, smoothing=defaults.vad_volume_smoothing, margin_db=defaults.vad_echo_margin_db,
+                               reply=reply, start_secs=defaults.vad_start_secs, lag_s=1.0, timed=timed)
+
+    assert starts(timed=True) == []
+    assert starts(timed=False)  # the gate without the frames' arrival: she would stop herself
