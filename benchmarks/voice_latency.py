@@ -519,6 +519,20 @@ async def standalone(service: VoiceService, turns: list[tuple[str, np.ndarray]])
     return rows
 
 
+class SessionEnds(logging.Handler):
+    """The voice service's "voice session ... ended" lines: what the echo gate held back,
+    how late the VAD read the microphone, how often Whisper started early."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message.startswith("voice session ") and " ended" in message:
+            self.lines.append(message)
+
+
 async def run(service: VoiceService, observer: StageObserver, turns: int, barges: int, chats: int) -> dict:
     import aioice.ice
     import uvicorn
@@ -548,6 +562,8 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
     # user opens the page after Annie has started); the session's first turn is measured.
     await service.primer.wait()
     peer = Peer()
+    ends = SessionEnds()
+    logging.getLogger("voice.service").addHandler(ends)
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
         await peer.connect(client)
         await asyncio.sleep(3)
@@ -555,6 +571,7 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
         barge = await barge_ins(peer, observer, barges, long_asks, stop_pcm) if barges else []
         await peer.close()
         await asyncio.sleep(2)
+        logging.getLogger("voice.service").removeHandler(ends)
         chat = await chat_turns(client, [CHATS[i % len(CHATS)] for i in range((chats + 1) // 2)]) if chats else []
     alone = await standalone(service, [(q, a[1]) for q, a in zip(questions, audio, strict=True)])
     server.should_exit = True
@@ -590,6 +607,7 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
         "chat_first_token_ms": {"all": pct(first_tokens),
                                 "new_session": pct([r["first_token_s"] for r in chat
                                                     if r["new_session"] and r["first_token_s"] is not None])},
+        "voice_session_ended": ends.lines,
         "per_turn": results, "standalone_per_turn": alone, "barge_in_per_try": barge, "chat_per_message": chat,
         "note": "STT in the pipeline is timed from the VAD stop (about 0.2 s after speech ends) to the transcript; "
                 "Whisper may start before the stop ('early_stt': begun in the closing pause). 'rest' holds the VAD "

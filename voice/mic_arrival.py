@@ -18,11 +18,13 @@ time it is read, as it did before).
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 
 # Frames kept waiting for the VAD: 20 s of 20 ms frames, far more than any lag worth timing.
 KEEP_FRAMES = 1000
+# How late the VAD read its frames is counted in steps of this many milliseconds.
+LAG_STEP_MS = 10
 
 
 class MicArrivals:
@@ -34,6 +36,7 @@ class MicArrivals:
         self._clock = clock
         self.timed = 0  # frames the VAD read whose arrival was known
         self.untimed = 0  # frames the VAD read that were not seen arriving
+        self._lags: Counter[int] = Counter()  # how late timed frames were read, in LAG_STEP_MS steps
 
     def arrived(self, audio: bytes) -> None:
         """The frame with ``audio`` has reached the input transport now."""
@@ -47,11 +50,26 @@ class MicArrivals:
                 for _ in range(index + 1):
                     self._frames.popleft()
                 self.timed += 1
+                self._lags[-(-round((self._clock() - at) * 1000) // LAG_STEP_MS)] += 1  # rounded up
                 return at
         self.untimed += 1
         return None
 
+    def read_late_ms(self, quantile: float) -> int | None:
+        """How late the VAD read the timed frames, at ``quantile`` (0-1; 1 is the latest),
+        to ``LAG_STEP_MS``; None before any."""
+        if not self.timed:
+            return None
+        rank, seen = quantile * self.timed, 0
+        for step in sorted(self._lags):
+            seen += self._lags[step]
+            if seen >= rank:
+                return step * LAG_STEP_MS
+        return max(self._lags) * LAG_STEP_MS
+
     def summary(self) -> str:
-        """How many frames the VAD read, and how many of them were timed from their arrival."""
+        """How many frames the VAD read, how many were timed from their arrival, and how late."""
         total = self.timed + self.untimed
-        return f"the VAD read {total} microphone frames, {self.timed} timed from their arrival"
+        late = (f" (read after them: p50 {self.read_late_ms(0.5)} ms, p95 {self.read_late_ms(0.95)} ms, "
+                f"at most {self.read_late_ms(1.0)} ms)") if self.timed else ""
+        return f"the VAD read {total} microphone frames, {self.timed} timed from their arrival{late}"

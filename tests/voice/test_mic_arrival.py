@@ -27,6 +27,9 @@ def test_each_frame_is_read_with_its_own_arrival():
     clock.now = 2.0  # read late
     assert [arrivals.take(audio) for audio in frames] == [0.0, 0.02, 0.04]
     assert arrivals.timed == 3 and arrivals.untimed == 0
+    assert arrivals.read_late_ms(0.5) == 1980 and arrivals.read_late_ms(1.0) == 2000
+    assert arrivals.summary() == ("the VAD read 3 microphone frames, 3 timed from their arrival "
+                                  "(read after them: p50 1980 ms, p95 2000 ms, at most 2000 ms)")
 
 
 def test_a_frame_dropped_on_the_way_costs_only_its_entry():
@@ -47,7 +50,7 @@ def test_a_frame_not_seen_arriving_has_no_time_and_keeps_the_others():
     arrivals.arrived(known)
     assert arrivals.take(frame(1)) is None  # equal bytes, another frame
     assert arrivals.take(known) is not None
-    assert arrivals.summary() == "the VAD read 2 microphone frames, 1 timed from their arrival"
+    assert arrivals.summary().startswith("the VAD read 2 microphone frames, 1 timed from their arrival (")
 
 
 def test_frames_never_read_are_not_kept_for_ever():
