@@ -571,8 +571,8 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
         barge = await barge_ins(peer, observer, barges, long_asks, stop_pcm) if barges else []
         await peer.close()
         await asyncio.sleep(2)
-        logging.getLogger("voice.service").removeHandler(ends)
         chat = await chat_turns(client, [CHATS[i % len(CHATS)] for i in range((chats + 1) // 2)]) if chats else []
+    logging.getLogger("voice.service").removeHandler(ends)
     alone = await standalone(service, [(q, a[1]) for q, a in zip(questions, audio, strict=True)])
     server.should_exit = True
     await server_task
