@@ -37,13 +37,22 @@ def die_with_parent() -> None:
 
 
 def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` runs: a zombie (exited, its parent has not reaped it yet) does not."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[:1] == ["Z"]
 
 
 def process_cmdline(pid: int) -> str:

@@ -3,6 +3,7 @@ tell a leftover server from one another running process still owns."""
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import time
@@ -110,3 +111,21 @@ def test_postgres_pid_file_reads_its_pid(tmp_path):
     pidfile = tmp_path / "postmaster.pid"
     pidfile.write_text(f"4242\n{tmp_path}/postgres\n1764220000\n5432\n/tmp\nlocalhost\n")
     assert read_pid(pidfile) == 4242
+
+
+def test_an_exited_child_not_yet_reaped_is_not_alive():
+    """A server stopped by its pid file but whose parent has not reaped it is a zombie: it
+    holds no port and no memory, and stopping it is done (not a 10 s wait, then SIGKILL)."""
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        child.send_signal(signal.SIGTERM)
+        stat = Path(f"/proc/{child.pid}/stat")
+        for _ in range(200):  # until it has exited; it stays a zombie until we reap it
+            if stat.read_text().rsplit(")", 1)[-1].split()[0] == "Z":
+                break
+            time.sleep(0.05)
+        assert stat.read_text().rsplit(")", 1)[-1].split()[0] == "Z"
+        assert not pid_alive(child.pid)
+    finally:
+        child.kill()
+        child.wait()
