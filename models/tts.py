@@ -228,8 +228,14 @@ def resolve_tts_runtime(settings: ModelSettings | None = None) -> Path:
 def load_kokoro(model_path: str, voices_path: str):
     """One shared ``kokoro_onnx.Kokoro`` per process, on a session made for a shared CPU
     (and for a converted model, :func:`resolve_tts_runtime`, the options that keep its
-    audio the same)."""
+    audio the same).
+
+    The phonemizer Kokoro reads text with warns "words count mismatch" for most sentences
+    with a comma or a number (espeak counts words its own way; the phonemes are right), so
+    on the console nearly every reply came with one; its warnings are left out, its errors
+    are not."""
     from kokoro_onnx import Kokoro
 
+    logging.getLogger("phonemizer").setLevel(logging.ERROR)
     path = Path(model_path)
     return Kokoro.from_session(_session(path, tts_matmul.converted(path)), voices_path)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 from faster_whisper import decode_audio
 
@@ -42,6 +44,15 @@ def test_kokoro_synthesizes_speech(model_settings):
     # Idle threads do not busy-wait for work: the LLM shares the two cores with the voice.
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
     assert options.intra_op_num_threads == 2
+
+
+def test_kokoro_reading_a_sentence_with_a_comma_or_a_number_logs_no_warning(model_settings, caplog):
+    kokoro = tts.load_kokoro(str(tts.resolve_tts_model(model_settings)), str(tts.resolve_tts_voices(model_settings)))
+    caplog.set_level(logging.WARNING)
+    for text in ("Once upon a time, there was a dragon named Ember.", "Your appointment is on Friday at 10:00."):
+        samples, _ = kokoro.create(text, voice="af_heart", lang="en-us")
+        assert len(samples) > 0
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("phonemizer")] == []
 
 
 def test_kokoro_voices_are_the_english_set(model_settings):
