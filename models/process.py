@@ -47,12 +47,17 @@ def pid_alive(pid: int) -> bool:
     return not _zombie(pid)
 
 
-def _zombie(pid: int) -> bool:
+def _stat(pid: int) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state, parent, ...);
+    empty where there is no such file."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
     except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[:1] == ["Z"]
+        return []
+
+
+def _zombie(pid: int) -> bool:
+    return _stat(pid)[:1] == ["Z"]
 
 
 def process_cmdline(pid: int) -> str:
@@ -89,9 +94,8 @@ def read_pid(path: Path) -> int | None:
 def parent_pid(pid: int) -> int | None:
     """The parent of a live process, from ``/proc`` (None where there is none)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return int(stat.rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
+        return int(_stat(pid)[1])
+    except (ValueError, IndexError):
         return None
 
 

@@ -234,5 +234,6 @@ async def test_her_own_voice_in_the_microphone_does_not_interrupt_her(voice_serv
         if lines := [r.getMessage() for r in caplog.records if r.getMessage().startswith(ended)]:
             break
         await asyncio.sleep(0.1)
+    assert lines, f"no '{ended}' line was logged"
     read = re.search(r"the VAD read (\d+) microphone frames, (\d+) timed from their arrival", lines[0])
     assert read and int(read[1]) > 500 and read[1] == read[2], lines[0]
