@@ -650,8 +650,10 @@ async def main() -> None:
             async with planted_memory(Path(tmp) / "memory", model_settings) as memory:
                 settings = VoiceSettings(data_dir=Path(tmp) / "voice", greeting="", tool_routing=ToolRouting(args.routing),
                                          intent_router=not args.no_intent_router)
+                # As the app does: background work waits for live turns, and the managed LLM
+                # server stands still while Kokoro synthesizes (where it would share two cores).
                 service = VoiceService(settings, model_settings, client, memory, observers=lambda _s: [observer],
-                                       gate=memory.gate)  # as the app does: background work waits for live turns
+                                       gate=memory.gate, synthesis_hold=runtime.synthesis_hold if runtime else None)
                 await service.start()
                 try:
                     result = await run(service, observer, args.turns, args.barge_ins, args.chats)

@@ -7,7 +7,9 @@ the managed llama-server with the bundled GGUF.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -34,6 +36,18 @@ def llm_niceness(settings: ModelSettings) -> int:
     return 0 if fast_voice else 10
 
 
+# Above this many cores the server and Kokoro were not measured side by side: no pause.
+PAUSE_MAX_CORES = 2
+
+
+def pauses_for_voice(settings: ModelSettings) -> bool:
+    """Whether the managed server is stopped while the voice synthesizes (as set, else
+    where Annie may use at most ``PAUSE_MAX_CORES`` cores; see ``ModelSettings.llm_pause_for_voice``)."""
+    if settings.llm_pause_for_voice is not None:
+        return settings.llm_pause_for_voice
+    return len(os.sched_getaffinity(0)) <= PAUSE_MAX_CORES
+
+
 class Backend(StrEnum):
     ENDPOINT = "endpoint"
     OLLAMA = "ollama"
@@ -45,6 +59,14 @@ class LLMRuntime:
     backend: Backend
     client: LLMClient
     server: LlamaServer | None = None
+    pause_for_voice: bool = False
+
+    def synthesis_hold(self) -> contextlib.AbstractContextManager[None]:
+        """Held while the voice synthesizes: the managed server stands still where it would
+        share too few cores with Kokoro, else nothing happens."""
+        if self.server is not None and self.pause_for_voice:
+            return self.server.pause.held()
+        return contextlib.nullcontext()
 
     async def close(self) -> None:
         await self.client.close()
@@ -118,4 +140,4 @@ async def start_llm(settings: ModelSettings, run_dir: Path) -> LLMRuntime:
     log.info("LLM: managed llama-server with %s at %s", model.name, server.base_url)
     # The managed server runs here, whatever was declared about the endpoint it replaces.
     return LLMRuntime(Backend.MANAGED, LLMClient(server.base_url, model.stem, cloud=False, native_penalties=True),
-                      server)
+                      server, pause_for_voice=pauses_for_voice(settings))

@@ -20,6 +20,7 @@ import httpx
 from models.errors import ModelNotFound
 from models.llama_build import build_key, this_machine
 from models.process import die_with_parent, free_port, release_pid, stop_stale, write_pid
+from models.process_pause import ProcessPause
 from models.settings import ModelSettings
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,8 @@ class LlamaServer:
         self._watcher: asyncio.Task | None = None
         self._stopping = False
         self._healthy = asyncio.Event()
+        # Stops the server while the voice synthesizes (models.llm_runtime.LLMRuntime.synthesis_hold).
+        self.pause = ProcessPause(lambda: self.pid, name="llama-server")
 
     @property
     def base_url(self) -> str:
@@ -197,6 +200,7 @@ class LlamaServer:
         generation under way, which nobody waits for any more when Annie stops (her workers
         are stopped first and their jobs released), so a short grace is enough."""
         self._stopping = True
+        self.pause.resume()  # a stopped process would not see SIGTERM until it goes on
         if self._watcher:
             self._watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):

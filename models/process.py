@@ -113,9 +113,11 @@ def still_owned(pid: int, owner: int | None) -> bool:
 
 
 def terminate(pid: int, timeout: float = 10.0) -> None:
-    """SIGTERM, wait up to ``timeout`` seconds, then SIGKILL."""
+    """SIGTERM, wait up to ``timeout`` seconds, then SIGKILL. A stopped process (held by
+    ``models.process_pause`` when its owner died) is let go on so that it sees the SIGTERM."""
     try:
         os.kill(pid, signal.SIGTERM)
+        os.kill(pid, signal.SIGCONT)
     except ProcessLookupError:
         return
     deadline = time.monotonic() + timeout

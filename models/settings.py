@@ -91,6 +91,10 @@ class ModelSettings(BaseSettings):
     # 1.87-1.88 s / p95 2.65-2.69 s against 1.78-2.19 / 2.80-3.61 s in three at 10, the
     # first chunk's audio p50 0.59-0.60 s against 0.56-0.65 s.
     llm_nice: int | None = Field(default=None, ge=0, le=19)
+    # Stop the managed server while Kokoro synthesizes (models.process_pause); unset: where
+    # Annie has at most two cores, the only kind it was measured on. There, beside Kokoro
+    # the server wrote 0-2 tokens in a clause's 1.1 s and slowed Kokoro by 40 %.
+    llm_pause_for_voice: bool | None = None
 
     @property
     def models_dir(self) -> Path:

@@ -70,6 +70,7 @@ from voice.mic_arrival import MicArrivals
 from voice.recorder import ConversationRecorder
 from voice.settings import VoiceSettings
 from voice.speech_onset import OnsetKokoro, from_onset
+from voice.synthesis_priority import Hold, PriorityKokoro
 from voice.textfilter import ToolTextFilter
 from voice.tools import TOOL_NAMES
 from voice.vad import SILERO_FRAME_S, SessionVAD
@@ -159,13 +160,17 @@ class SharedWhisperSTTService(WhisperSTTService):
 class SharedKokoroTTSService(KokoroTTSService):
     """Kokoro TTS over the process-wide model and voices loaded from local files."""
 
-    def __init__(self, *, models: VoiceModels, voice: str, stop_frame_timeout_s: float, **kwargs: Any) -> None:
+    def __init__(self, *, models: VoiceModels, voice: str, stop_frame_timeout_s: float,
+                 synthesis_hold: Hold | None = None, **kwargs: Any) -> None:
         settings = KokoroTTSService.Settings(model=None, voice=voice, language=Language.EN, speed=1.0)
         TTSService.__init__(self, push_start_frame=True, push_stop_frames=True, settings=settings,
                             stop_frame_timeout_s=stop_frame_timeout_s, **kwargs)
         if voice not in models.voices:
             raise ValueError(f"Kokoro TTS voice {voice!r} is not one of the English voices")
-        self._kokoro = OnsetKokoro(models.kokoro)  # no wait before the words (voice.speech_onset)
+        # The cores to Kokoro while it synthesizes (voice.synthesis_priority), and no wait
+        # before the words (voice.speech_onset).
+        kokoro = PriorityKokoro(models.kokoro, synthesis_hold) if synthesis_hold else models.kokoro
+        self._kokoro = OnsetKokoro(kokoro)
         self._phrases = models.phrases
         self._resampler = create_stream_resampler()
 
@@ -384,10 +389,12 @@ def build_pipeline(
     recorder: ConversationRecorder | None,
     far_end: FarEnd | None = None,
     mic_arrivals: MicArrivals | None = None,
+    synthesis_hold: Hold | None = None,
 ) -> VoicePipeline:
     """The processors of one voice session; ``transport`` None builds the middle only (tests).
     ``far_end``, fed by the transport with what Annie sends, keeps her echo from the VAD;
-    ``mic_arrivals``, fed by the transport too, says when each frame the VAD reads came in."""
+    ``mic_arrivals``, fed by the transport too, says when each frame the VAD reads came in;
+    ``synthesis_hold`` is held while Kokoro synthesizes (it pauses the local LLM server)."""
     double_talk = DoubleTalk(far_end, margin_db=settings.vad_echo_margin_db) if far_end is not None else None
     vad = SessionVAD(start_secs=settings.vad_start_secs, volume_smoothing=settings.vad_volume_smoothing,
                      double_talk=double_talk, arrivals=mic_arrivals)
@@ -406,7 +413,8 @@ def build_pipeline(
         ),
     )
     llm = AgentLLMProcessor(agent, recorder)
-    tts = SharedKokoroTTSService(models=models, voice=voice, stop_frame_timeout_s=settings.tts_stop_frame_timeout_s)
+    tts = SharedKokoroTTSService(models=models, voice=voice, stop_frame_timeout_s=settings.tts_stop_frame_timeout_s,
+                                 synthesis_hold=synthesis_hold)
     # The first clause of a reply goes to the voice at once, then chunks that grow to sentences.
     clauses = LLMTextProcessor(text_aggregator=FirstClauseAggregator(
         max_words=settings.first_chunk_max_words, whole=frozenset(phrase for _, phrase in models.phrases)))

@@ -41,6 +41,7 @@ from voice.pipeline import VoiceModels, build_pipeline, page_message
 from voice.primer import PromptPrimer
 from voice.recorder import ConversationRecorder, Device
 from voice.settings import VoiceSettings
+from voice.synthesis_priority import Hold
 from voice.webrtc_receive import hand_on_audio_at_once
 
 log = logging.getLogger(__name__)
@@ -83,8 +84,12 @@ class VoiceService:
         extra_backends: Mapping[str, LLMClient] | None = None,
         observers: Callable[[VoiceSession], list[BaseObserver]] | None = None,
         gate: PriorityGate | None = None,
+        synthesis_hold: Hold | None = None,
     ) -> None:
         self.settings = settings
+        # Held while Kokoro synthesizes: pauses the managed LLM server where the two would
+        # share too few cores (models.llm_runtime.LLMRuntime.synthesis_hold).
+        self.synthesis_hold = synthesis_hold
         # Held while a voice session is connected and while a chat turn runs, so that the
         # memory's background work (extraction, nightly jobs) waits and leaves the CPU
         # and the LLM to the conversation.
@@ -254,7 +259,7 @@ class VoiceService:
                 transport=transport, models=self.models, agent=agent,
                 system_prompt=system_prompt, voice=session.voice,
                 settings=self.settings, recorder=recorder, far_end=transport.far_end,
-                mic_arrivals=transport.mic_arrivals,
+                mic_arrivals=transport.mic_arrivals, synthesis_hold=self.synthesis_hold,
             )
             echo_gate = voice_pipeline.echo_gate
             worker = PipelineWorker(

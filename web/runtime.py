@@ -124,7 +124,7 @@ async def start_runtime(
             voice = VoiceService(
                 voice_settings or VoiceSettings(data_dir=memory_settings.data_dir), model_settings, llm.client,
                 memory, backend_name=llm.backend.value, gate=memory.gate,
-                observers=lambda session: [PipelineEvents(session.id)],
+                observers=lambda session: [PipelineEvents(session.id)], synthesis_hold=llm.synthesis_hold,
             )
             await voice.start()
             stack.push_async_callback(voice.close)

@@ -35,8 +35,9 @@ async def _record(track, chunks: list[np.ndarray]) -> None:
         chunks.append(mono[idx])
 
 
-async def test_spoken_question_is_answered_from_memory(voice_server, voice_models, tmp_path):
+async def test_spoken_question_is_answered_from_memory(voice_server, voice_models, managed_llm, tmp_path):
     loopback_ice()
+    stops = managed_llm.server.pause.stops
     wav = kokoro_wav(voice_models.kokoro, "Where does my sister live?", tmp_path / "question.wav",
                      lead_s=5.0, tail_s=40.0)
     pc = RTCPeerConnection()
@@ -77,6 +78,8 @@ async def test_spoken_question_is_answered_from_memory(voice_server, voice_model
         said = " ".join(m["text"] for m in messages if m.get("type") == "transcript" and m["role"] == "user")
         assert "sister" in said.lower(), f"Whisper heard the user say {said!r}"
         assert "lisbon" in heard.lower(), f"the bot's audio said {heard!r}; page messages: {messages}"
+        # Where the LLM server and Kokoro share two cores, the server stood still while she synthesized.
+        assert (managed_llm.server.pause.stops > stops) == managed_llm.pause_for_voice
 
         await pc.close()
         for task in recorders:

@@ -11,7 +11,7 @@ import pytest
 
 from models import tts_matmul
 from models.llm_client import LLMOutputError, parse_json_reply, strip_wrappers
-from models.llm_runtime import Backend, llm_niceness, start_llm
+from models.llm_runtime import PAUSE_MAX_CORES, Backend, LLMRuntime, llm_niceness, pauses_for_voice, start_llm
 from models.settings import ModelSettings
 
 PERSON_SCHEMA = {
@@ -117,6 +117,28 @@ def test_the_niceness_follows_the_voice_unless_set(tmp_path):
     assert llm_niceness(ModelSettings(tts_matmul=False)) == 10
     assert llm_niceness(ModelSettings(llm_nice=5)) == 5
     assert llm_niceness(ModelSettings(llm_nice=0, tts_matmul=False)) == 0
+
+
+def test_the_server_pauses_for_the_voice_on_two_cores_unless_set():
+    cores = len(os.sched_getaffinity(0))
+    assert pauses_for_voice(ModelSettings()) == (cores <= PAUSE_MAX_CORES)
+    assert pauses_for_voice(ModelSettings(llm_pause_for_voice=True))
+    assert not pauses_for_voice(ModelSettings(llm_pause_for_voice=False))
+
+
+async def test_the_voice_holds_the_managed_server_still_and_it_answers_after(managed_llm):
+    runtime = LLMRuntime(managed_llm.backend, managed_llm.client, managed_llm.server, pause_for_voice=True)
+    state = Path(f"/proc/{managed_llm.server.pid}/stat")
+    with runtime.synthesis_hold():
+        assert state.read_text().rsplit(")", 1)[1].split()[0] == "T"
+    assert state.read_text().rsplit(")", 1)[1].split()[0] != "T"
+    reply = await managed_llm.client.chat([{"role": "user", "content": "Say yes."}], max_tokens=4)
+    assert reply.strip()
+    # Not paused: where it was not asked for, and for a server Annie does not run.
+    for other in (LLMRuntime(managed_llm.backend, managed_llm.client, managed_llm.server, pause_for_voice=False),
+                  LLMRuntime(Backend.ENDPOINT, managed_llm.client, None, pause_for_voice=True)):
+        with other.synthesis_hold():
+            assert state.read_text().rsplit(")", 1)[1].split()[0] != "T"
 
 
 async def test_server_is_restarted_after_a_crash(managed_llm):

@@ -24,7 +24,7 @@ async def voice_server(model_settings, managed_llm, fixed_memory, tmp_path_facto
     """The real app on a free port: the managed LLM, the speech models, a fixed memory."""
     data_dir = tmp_path_factory.mktemp("voice-data")
     service = VoiceService(voice_settings(data_dir), model_settings, managed_llm.client, fixed_memory,
-                           backend_name=managed_llm.backend.value)
+                           backend_name=managed_llm.backend.value, synthesis_hold=managed_llm.synthesis_hold)
     await service.start()
     async with serve(service) as server:
         yield server
