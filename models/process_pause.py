@@ -84,7 +84,7 @@ class ProcessPause:
                 return
             self.overruns += 1
             log.warning("%s was held stopped for %.1f s, the most a hold may last; letting it go on "
-                        "(what held it is slow or stuck)", self.name, self.max_hold_s)
+                        "(the work it made way for is long, or stuck)", self.name, self.max_hold_s)
             self._timer = None  # this thread is the timer: nothing to cancel
             self._continue()
 
