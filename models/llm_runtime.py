@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -61,12 +62,11 @@ class LLMRuntime:
     server: LlamaServer | None = None
     pause_for_voice: bool = False
 
-    def synthesis_hold(self) -> contextlib.AbstractContextManager[None]:
-        """Held while the voice synthesizes: the managed server stands still where it would
-        share too few cores with Kokoro, else nothing happens."""
-        if self.server is not None and self.pause_for_voice:
-            return self.server.pause.held()
-        return contextlib.nullcontext()
+    @property
+    def synthesis_hold(self) -> Callable[[], contextlib.AbstractContextManager[None]] | None:
+        """What the voice holds while it synthesizes: the managed server's pause where the
+        server would share too few cores with Kokoro; None where nothing is paused."""
+        return self.server.pause.held if self.server is not None and self.pause_for_voice else None
 
     async def close(self) -> None:
         await self.client.close()

@@ -41,7 +41,7 @@ from voice.pipeline import VoiceModels, build_pipeline, page_message
 from voice.primer import PromptPrimer
 from voice.recorder import ConversationRecorder, Device
 from voice.settings import VoiceSettings
-from voice.synthesis_priority import Hold
+from voice.synthesis_priority import Hold, HoldCount
 from voice.webrtc_receive import hand_on_audio_at_once
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ class VoiceService:
     ) -> None:
         self.settings = settings
         # Held while Kokoro synthesizes: pauses the managed LLM server where the two would
-        # share too few cores (models.llm_runtime.LLMRuntime.synthesis_hold).
+        # share too few cores (models.llm_runtime.LLMRuntime.synthesis_hold); None: nothing is.
         self.synthesis_hold = synthesis_hold
         # Held while a voice session is connected and while a chat turn runs, so that the
         # memory's background work (extraction, nightly jobs) waits and leaves the CPU
@@ -245,6 +245,7 @@ class VoiceService:
         echo_gate = None
         voice_pipeline = None
         transport = None
+        holds = HoldCount(self.synthesis_hold) if self.synthesis_hold is not None else None
         try:
             _, agent = self.agent(session.backend)
             system_prompt = agent.system_prompt(await self.primer.session_briefing())
@@ -259,7 +260,7 @@ class VoiceService:
                 transport=transport, models=self.models, agent=agent,
                 system_prompt=system_prompt, voice=session.voice,
                 settings=self.settings, recorder=recorder, far_end=transport.far_end,
-                mic_arrivals=transport.mic_arrivals, synthesis_hold=self.synthesis_hold,
+                mic_arrivals=transport.mic_arrivals, synthesis_hold=holds.held if holds is not None else None,
             )
             echo_gate = voice_pipeline.echo_gate
             worker = PipelineWorker(
@@ -303,7 +304,8 @@ class VoiceService:
             held = f"; the echo gate kept {echo_gate.held_back} frames of her own voice from the VAD" \
                 if echo_gate is not None and echo_gate.held_back else ""
             timed = f"; {transport.mic_arrivals.summary()}" if transport is not None else ""
-            log.info("voice session %s ended%s%s%s", session.id, held, timed, _early_answers(voice_pipeline))
+            paused = f"; {holds.summary()}" if holds is not None else ""
+            log.info("voice session %s ended%s%s%s%s", session.id, held, timed, paused, _early_answers(voice_pipeline))
 
     def status(self) -> dict[str, Any]:
         self._expire_pending()

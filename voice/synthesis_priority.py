@@ -11,7 +11,8 @@ piece on, so the server writes while the audio is on its way and while it plays.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -39,3 +40,25 @@ class PriorityKokoro:
                     except StopAsyncIteration:
                         return
                 yield piece
+
+
+class HoldCount:
+    """One session's holds: how often its syntheses held the LLM server still, and how long."""
+
+    def __init__(self, hold: Hold) -> None:
+        self._hold = hold
+        self.count = 0
+        self.seconds = 0.0
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            with self._hold():
+                yield
+        finally:
+            self.count += 1
+            self.seconds += time.monotonic() - started
+
+    def summary(self) -> str:
+        return f"the LLM server stood still {self.count} times while she synthesized, {self.seconds:.1f} s in all"

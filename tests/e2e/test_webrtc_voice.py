@@ -79,7 +79,7 @@ async def test_spoken_question_is_answered_from_memory(voice_server, voice_model
         assert "sister" in said.lower(), f"Whisper heard the user say {said!r}"
         assert "lisbon" in heard.lower(), f"the bot's audio said {heard!r}; page messages: {messages}"
         # Where the LLM server and Kokoro share two cores, the server stood still while she synthesized.
-        assert (managed_llm.server.pause.stops > stops) == managed_llm.pause_for_voice
+        assert (managed_llm.server.pause.stops > stops) == (managed_llm.synthesis_hold is not None)
 
         await pc.close()
         for task in recorders:
@@ -194,7 +194,8 @@ async def _echo(track, mic, down_db: float) -> None:
         mic.echo(pcm * gain)
 
 
-async def test_her_own_voice_in_the_microphone_does_not_interrupt_her(voice_server, voice_models, caplog):
+async def test_her_own_voice_in_the_microphone_does_not_interrupt_her(voice_server, voice_models, managed_llm,
+                                                                     caplog):
     """The microphone hears her 25 dB down, about what a browser's echo cancellation leaves:
     she is not cut off by it and it is not taken for the user (voice.double_talk). The echo
     gate knew when each frame the VAD read had arrived (voice.mic_arrival)."""
@@ -240,3 +241,7 @@ async def test_her_own_voice_in_the_microphone_does_not_interrupt_her(voice_serv
     assert lines, f"no '{ended}' line was logged"
     read = re.search(r"the VAD read (\d+) microphone frames, (\d+) timed from their arrival", lines[0])
     assert read and int(read[1]) > 500 and read[1] == read[2], lines[0]
+    # Each chunk of the story was synthesized with the LLM server held still (where it is).
+    held = re.search(r"the LLM server stood still (\d+) times while she synthesized, ([\d.]+) s in all", lines[0])
+    assert (held is not None and int(held[1]) >= 2 and float(held[2]) > 0) == (managed_llm.synthesis_hold is not None), \
+        lines[0]

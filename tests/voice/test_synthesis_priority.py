@@ -20,7 +20,7 @@ from voice.agent import STORED
 from voice.clause_aggregator import FirstClauseAggregator
 from voice.pipeline import SharedKokoroTTSService
 from voice.speech_onset import OnsetKokoro
-from voice.synthesis_priority import PriorityKokoro
+from voice.synthesis_priority import HoldCount, PriorityKokoro
 
 
 @pytest.fixture
@@ -106,3 +106,14 @@ async def test_the_voice_holds_it_for_each_synthesized_chunk_and_not_for_a_cache
     down, _ = await run_test(Pipeline([LLMTextProcessor(text_aggregator=FirstClauseAggregator()), tts]),
                              frames_to_send=frames)
     assert any(isinstance(f, TTSAudioRawFrame) for f in down) and holds == []  # spoken from the cache
+
+
+def test_a_session_counts_its_holds_and_their_time(server):
+    pause = ProcessPause(lambda: server.pid, name="server")
+    holds = HoldCount(pause.held)
+    for _ in range(2):
+        with holds.held():
+            time.sleep(0.1)
+            assert stopped(server.pid)
+    assert holds.count == 2 and 0.2 <= holds.seconds < 2
+    assert holds.summary() == f"the LLM server stood still 2 times while she synthesized, {holds.seconds:.1f} s in all"
