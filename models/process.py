@@ -56,8 +56,14 @@ def _stat(pid: int) -> list[str]:
         return []
 
 
+def process_state(pid: int) -> str | None:
+    """The state letter ``/proc`` gives ``pid`` (R running, S sleeping, T stopped, Z zombie,
+    ...); None where there is no such process."""
+    return next(iter(_stat(pid)), None)
+
+
 def _zombie(pid: int) -> bool:
-    return _stat(pid)[:1] == ["Z"]
+    return process_state(pid) == "Z"
 
 
 def process_cmdline(pid: int) -> str:

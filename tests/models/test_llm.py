@@ -12,6 +12,7 @@ import pytest
 from models import tts_matmul
 from models.llm_client import LLMOutputError, parse_json_reply, strip_wrappers
 from models.llm_runtime import PAUSE_MAX_CORES, Backend, LLMRuntime, llm_niceness, pauses_for_voice, start_llm
+from models.process import process_state
 from models.settings import ModelSettings
 
 PERSON_SCHEMA = {
@@ -128,11 +129,11 @@ def test_the_server_pauses_for_the_voice_on_two_cores_unless_set():
 
 async def test_the_voice_holds_the_managed_server_still_and_it_answers_after(managed_llm):
     runtime = LLMRuntime(managed_llm.backend, managed_llm.client, managed_llm.server, pause_for_voice=True)
-    state = Path(f"/proc/{managed_llm.server.pid}/stat")
+    pid = managed_llm.server.pid
     assert runtime.synthesis_hold is not None
     with runtime.synthesis_hold():
-        assert state.read_text().rsplit(")", 1)[1].split()[0] == "T"
-    assert state.read_text().rsplit(")", 1)[1].split()[0] != "T"
+        assert process_state(pid) == "T"
+    assert process_state(pid) != "T"
     reply = await managed_llm.client.chat([{"role": "user", "content": "Say yes."}], max_tokens=4)
     assert reply.strip()
     # Nothing to hold where it was not asked for, nor for a server Annie does not run.

@@ -13,12 +13,9 @@ from pathlib import Path
 import pytest
 
 from models.llm_server import LlamaServer, LlamaServerConfig
+from models.process import process_state as state
 from models.process import terminate
 from models.process_pause import ProcessPause
-
-
-def state(pid: int) -> str:
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
 def until(check, timeout: float = 5.0) -> bool:

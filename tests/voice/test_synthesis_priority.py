@@ -7,7 +7,6 @@ import contextlib
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from pipecat.frames.frames import LLMFullResponseEndFrame, LLMFullResponseStartFrame, LLMTextFrame, TTSAudioRawFrame
@@ -15,6 +14,7 @@ from pipecat.pipeline.pipeline import Pipeline
 from pipecat.processors.aggregators.llm_text_processor import LLMTextProcessor
 from pipecat.tests.utils import SleepFrame, run_test
 
+from models.process import process_state
 from models.process_pause import ProcessPause
 from voice.agent import STORED
 from voice.clause_aggregator import FirstClauseAggregator
@@ -33,7 +33,7 @@ def server():
 
 
 def stopped(pid: int) -> bool:
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+    return process_state(pid) == "T"
 
 
 class Watch:
