@@ -32,9 +32,12 @@ def counter(tmp_path):
     """A child that writes a growing count to a file, 100 times a second, and exits with 3
     on SIGTERM (it handles it, as llama-server does for its graceful stop)."""
     out = tmp_path / "count"
-    code = ("import signal, sys, time\nsignal.signal(signal.SIGTERM, lambda *_: sys.exit(3))\n"
+    # Written whole and renamed into place: a stop between truncating and writing the file
+    # would otherwise leave it empty for as long as the child is held.
+    code = ("import os, signal, sys, time\nsignal.signal(signal.SIGTERM, lambda *_: sys.exit(3))\n"
             "n = 0\nwhile True:\n    n += 1\n"
-            "    open(sys.argv[1], 'w').write(str(n))\n    time.sleep(0.01)\n")
+            "    open(sys.argv[1] + '.new', 'w').write(str(n))\n    os.replace(sys.argv[1] + '.new', sys.argv[1])\n"
+            "    time.sleep(0.01)\n")
     proc = subprocess.Popen([sys.executable, "-c", code, str(out)])
     assert until(lambda: out.exists() and out.read_text().isdigit())
     yield proc, out
@@ -43,8 +46,7 @@ def counter(tmp_path):
 
 
 def count(out: Path) -> int:
-    text = out.read_text()
-    return int(text) if text.isdigit() else count(out)
+    return int(out.read_text())
 
 
 def test_a_held_process_stands_still_and_goes_on_after(counter):
