@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from models.process import free_port, pid_alive, process_cmdline, read_pid, release_pid, stop_stale, write_pid
+from models.process import (
+    free_port,
+    pid_alive,
+    process_cmdline,
+    process_state,
+    read_pid,
+    release_pid,
+    stop_stale,
+    write_pid,
+)
 
 
 def test_a_free_port_is_below_the_ephemeral_range_and_bindable():
@@ -47,10 +56,7 @@ def orphan() -> int:
 def gone(pid: int, timeout: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                return True  # killed, not yet reaped by its new parent
-        except OSError:
+        if process_state(pid) in (None, "Z"):  # gone, or killed and not yet reaped by its new parent
             return True
         time.sleep(0.05)
     return False
@@ -119,12 +125,11 @@ def test_an_exited_child_not_yet_reaped_is_not_alive():
     child = subprocess.Popen(["sleep", "60"])
     try:
         child.send_signal(signal.SIGTERM)
-        stat = Path(f"/proc/{child.pid}/stat")
         for _ in range(200):  # until it has exited; it stays a zombie until we reap it
-            if stat.read_text().rsplit(")", 1)[-1].split()[0] == "Z":
+            if process_state(child.pid) == "Z":
                 break
             time.sleep(0.05)
-        assert stat.read_text().rsplit(")", 1)[-1].split()[0] == "Z"
+        assert process_state(child.pid) == "Z"
         assert not pid_alive(child.pid)
     finally:
         child.kill()
