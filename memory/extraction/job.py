@@ -5,7 +5,10 @@ Idempotent per session: a session already extracted, with no segment changed sin
 skipped unless forced. The LLM runs outside any transaction; the results are written in
 one transaction with ``sessions.extracted_at``. An LLM that is down or answers garbage
 raises, so the job is retried with backoff and ends dead with the reason recorded;
-ingestion and search never wait for it. With no LLM configured yet the job puts itself
+ingestion and search never wait for it. A reply cut off (a dense chunk fills the token
+budget) is asked again in halves, down to single lines; a part no readable reply is had
+for is left out of the graph with a warning, and counted in ``sessions.extraction``
+(``unread``), when the rest of its chunk was read: one such part no longer costs the session. With no LLM configured yet the job puts itself
 back in the queue for later. Between chunks the job yields to live voice and chat turns
 and renews its lease, and a chunk's LLM call that a turn would wait behind stops and is
 asked again after the turn, so a long session neither delays a conversation nor looks
@@ -54,6 +57,7 @@ class ExtractionReport:
     entities: int = 0
     facts: int = 0
     closed_facts: int = 0
+    unread: list[str] = field(default_factory=list)  # segments no valid reply was had for
     seconds: float = 0.0
     found: list[dict] = field(default_factory=list)
     found_facts: list[dict] = field(default_factory=list)
@@ -81,6 +85,7 @@ async def extract_lines(llm: LLMClient, lines: list[Line], *, asserted: bool = F
                         between: Callable[[], Awaitable[None]] | None = None,
                         places: frozenset[str] | set[str] = frozenset(),
                         gate: PriorityGate | None = None,
+                        unread: list[str] | None = None,
                         ) -> tuple[list[Entity], list[FactItem], int]:
     """Ask the LLM chunk by chunk; the cleaned entities and facts and the chunk count.
 
@@ -88,18 +93,22 @@ async def extract_lines(llm: LLMClient, lines: list[Line], *, asserted: bool = F
     ``gate``, a chunk's LLM call stops when a live turn starts and is asked again after it
     (``between`` first).
     ``places`` are normalised names already known as places; places found in a chunk are
-    known to the chunks after it."""
+    known to the chunks after it. The ids of segments no reply could be read for are added
+    to ``unread`` (see :func:`_ask`)."""
     entities: list[Entity] = []
     facts: list[FactItem] = []
     known_places = set(places)
     chunks = chunk_lines(lines)
     for chunk in chunks:
         if gate is not None:
-            replies = await gate.yielding(lambda chunk=chunk: _ask(llm, chunk), "extraction of a chunk", before=between)
+            replies, left = await gate.yielding(lambda chunk=chunk: _ask(llm, chunk), "extraction of a chunk",
+                                                before=between)
         else:
             if between is not None:
                 await between()
-            replies = await _ask(llm, chunk)
+            replies, left = await _ask(llm, chunk)
+        if unread is not None:
+            unread += left
         for part, reply in replies:
             if asserted:
                 for item in (*reply["entities"], *reply["facts"]):
@@ -113,19 +122,42 @@ async def extract_lines(llm: LLMClient, lines: list[Line], *, asserted: bool = F
     return dedup(entities), facts, len(chunks)
 
 
-async def _ask(llm: LLMClient, chunk: list[Line]) -> list[tuple[list[Line], dict]]:
-    """The LLM's reply for a chunk. A dense chunk can fill the token budget and end in
-    cut-off JSON: then each half is asked once on its own. Any other failure, or a
-    half that fails again, raises (the job is retried, then dead)."""
+Replies = list[tuple[list[Line], dict]]  # the parts of a chunk, each with the LLM's reply for it
+
+
+async def _ask(llm: LLMClient, chunk: list[Line]) -> tuple[Replies, list[str]]:
+    """The LLM's replies for a chunk, and the ids of its segments left unread. A dense chunk
+    can fill the token budget and end in cut-off JSON: then each half is asked on its own,
+    and a half cut off again is halved again, down to single lines. A part whose reply is
+    still not JSON is left unread (its words stay searchable; the graph learns nothing from
+    them) as long as some other part of the chunk was read; when none was, the error is
+    raised, as is any other failure (the job is retried, then dead)."""
     try:
-        return [(chunk, await llm.chat_json(messages(chunk), SCHEMA, name="memory", max_tokens=MAX_TOKENS))]
+        return [(chunk, await llm.chat_json(messages(chunk), SCHEMA, name="memory", max_tokens=MAX_TOKENS))], []
     except LLMOutputError:
         if len(chunk) < 2:
             raise
         log.info("extraction reply for %d segments was not valid JSON; asking for each half", len(chunk))
-        half = len(chunk) // 2
-        return [(part, await llm.chat_json(messages(part), SCHEMA, name="memory", max_tokens=MAX_TOKENS))
-                for part in (chunk[:half], chunk[half:])]
+    half = len(chunk) // 2
+    replies: Replies = []
+    unread: list[str] = []
+    failed: list[tuple[list[Line], LLMOutputError]] = []
+    for part in (chunk[:half], chunk[half:]):
+        try:
+            read, left = await _ask(llm, part)
+        except LLMOutputError as exc:
+            failed.append((part, exc))
+            continue
+        replies += read
+        unread += left
+    if not replies:
+        raise failed[0][1]
+    for part, exc in failed:
+        unread += [line.segment_id for line in part]
+        log.warning("extraction left %d segment(s) unread (%s..%s): the model's reply for them was not valid "
+                    "JSON, nor for any smaller part of them (%s); their words stay searchable", len(part), part[0].segment_id,
+                    part[-1].segment_id, str(exc)[:120])
+    return replies, unread
 
 
 class Extractor:
@@ -192,21 +224,22 @@ class Extractor:
         report = ExtractionReport(session_id)
         lines = [line for line in (await self._lines(session_id))[0] if line.segment_id in segment_ids]
         if lines:
-            entities, facts, report.chunks = await self.run_llm(lines, asserted=True)
+            entities, facts, report.chunks = await self.run_llm(lines, asserted=True, unread=report.unread)
             when = {line.segment_id: line.ts for line in lines}
             async with self.pool.acquire() as conn, conn.transaction():
                 await self._store(conn, session_id, entities, facts, when, report)
         report.seconds = round(time.monotonic() - started, 2)
         return report
 
-    async def run_llm(self, lines: list[Line], *, asserted: bool = False) -> tuple[list[Entity], list[FactItem], int]:
+    async def run_llm(self, lines: list[Line], *, asserted: bool = False,
+                      unread: list[str] | None = None) -> tuple[list[Entity], list[FactItem], int]:
         llm = self._llm()
         if llm is None:
             raise RuntimeError("no LLM is configured")
         places = await self.pool.fetch(
             "SELECT normalized_name FROM entities WHERE user_id = $1 AND type = 'place'", self.user_id)
         return await extract_lines(llm, lines, asserted=asserted, between=self._between_chunks,
-                                   places={r["normalized_name"] for r in places}, gate=self.gate)
+                                   places={r["normalized_name"] for r in places}, gate=self.gate, unread=unread)
 
     async def extract_session(self, session_id: str, *, force: bool = False) -> ExtractionReport:
         """Extract one session now (skipped when already done and unchanged, unless forced)."""
@@ -218,17 +251,18 @@ class Extractor:
             if not lines:
                 await self.pool.execute("UPDATE sessions SET extracted_at = now() WHERE session_id = $1", session_id)
             return report
-        entities, facts, report.chunks = await self.run_llm(lines)
+        entities, facts, report.chunks = await self.run_llm(lines, unread=report.unread)
         when = {line.segment_id: line.ts for line in lines}
         async with self.pool.acquire() as conn, conn.transaction():
             await self._store(conn, session_id, entities, facts, when, report)
             await conn.execute(
                 "UPDATE sessions SET extracted_at = now(), extraction = $2::text::jsonb WHERE session_id = $1",
-                session_id, json.dumps({"entities": report.entities, "facts": report.facts, "chunks": report.chunks}),
+                session_id, json.dumps({"entities": report.entities, "facts": report.facts, "chunks": report.chunks,
+                                        "unread": len(report.unread)}),
             )
         report.seconds = round(time.monotonic() - started, 2)
-        log.info("extracted %s: %d entities, %d facts in %.1f s", session_id, report.entities, report.facts,
-                 report.seconds)
+        log.info("extracted %s: %d entities, %d facts in %.1f s%s", session_id, report.entities, report.facts,
+                 report.seconds, f"; {len(report.unread)} segment(s) left unread" if report.unread else "")
         return report
 
     async def _store(self, conn: asyncpg.Connection, session_id: str, entities: list[Entity],

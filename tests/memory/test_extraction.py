@@ -17,7 +17,7 @@ from memory.extraction.postprocess import clean_entities, clean_facts, dedup, is
 from memory.extraction.prompt import EntityType, Line, chunk_lines
 from memory.retrieval.recipes import RecipeName
 from memory.service import MemoryService, SearchRequest
-from models.llm_client import LLMClient
+from models.llm_client import LLMClient, LLMOutputError
 from tests.conftest import shared
 from tests.memory.conftest import LLM_TEST_TIMEOUT_S, T0, payload, write
 
@@ -156,6 +156,16 @@ class _CutOff(_Garbage):
                                          "evidence": word}], "facts": []})
 
 
+class _OneUnreadable(_CutOff):
+    """As :class:`_CutOff`, and a line holding "Xyzzy" gets garbage even on its own."""
+
+    def reply(self, request: dict) -> str:
+        transcript = request["messages"][-1]["content"].splitlines()[1:]
+        if len(transcript) == 1 and "Xyzzy" in transcript[0]:
+            return "Sure! Here are the entities: Xyzzy"
+        return super().reply(request)
+
+
 def _serve(handler: type[BaseHTTPRequestHandler]):
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -180,6 +190,53 @@ async def test_a_cut_off_reply_is_asked_again_in_halves():
         await client.close()
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def one_unreadable_llm():
+    server, client = _serve(_OneUnreadable)
+    yield client
+    server.shutdown()
+    server.server_close()
+
+
+CUT_OFF_LINES = [Line("s1", "Me", "Priya called.", T0), Line("s2", "Me", "Omar wrote.", T0),
+                 Line("s3", "Me", "Xyzzy plugh.", T0), Line("s4", "Me", "Lena came.", T0),
+                 Line("s5", "Me", "Ravi left.", T0)]
+
+
+async def test_a_line_no_reply_can_be_read_for_is_left_unread_and_the_rest_is_kept(one_unreadable_llm):
+    """A chunk cut off, its halves cut off, down to single lines: the one line whose reply
+    is garbage even alone is left unread, every other line's reply is kept (it used to cost
+    the whole session: the job retried the same replies until it was dead)."""
+    unread: list[str] = []
+    entities, _, chunks = await extract_lines(one_unreadable_llm, CUT_OFF_LINES, unread=unread)
+    assert chunks == 1 and sorted(e.name for e in entities) == ["Lena", "Omar", "Priya", "Ravi"]
+    assert unread == ["s3"]
+
+
+async def test_nothing_readable_in_a_chunk_still_fails(one_unreadable_llm):
+    """A model that answers nothing readable for any part of a chunk is broken, not the
+    chunk dense: the error is raised as before, and the job is retried, then dead."""
+    lines = [Line("s1", "Me", "Xyzzy one.", T0), Line("s2", "Me", "Xyzzy two.", T0)]
+    with pytest.raises(LLMOutputError):
+        await extract_lines(one_unreadable_llm, lines)
+
+
+async def test_a_session_with_an_unreadable_line_is_extracted_and_says_so(
+        memory_settings, model_settings, pool, one_unreadable_llm, caplog):
+    service = MemoryService(memory_settings, model_settings, pool, None, llm=one_unreadable_llm)
+    path = write(memory_settings.transcripts_dir, payload("cut1", [
+        (line.segment_id, line.speaker, line.text, i * 3, i * 3 + 2) for i, line in enumerate(CUT_OFF_LINES)]))
+    await service.ingestor.ingest_file(path)
+    with caplog.at_level("WARNING", logger="memory.extraction.job"):
+        report = await service.extract_session("cut1")
+    assert report.unread == ["s3"] and report.entities == 4
+    row = await pool.fetchrow("SELECT extracted_at, extraction FROM sessions WHERE session_id = 'cut1'")
+    assert row["extracted_at"] is not None and row["extraction"]["unread"] == 1
+    assert any("left 1 segment(s) unread (s3..s3)" in r.getMessage() for r in caplog.records)
+    hits = await service.search(SearchRequest(query="Xyzzy plugh", recipe=RecipeName.BM25))
+    assert [h.id for h in hits] == ["cut1/s3"]  # its words are still found
 
 
 async def _service(memory_settings, model_settings, pool, llm) -> MemoryService:
