@@ -8,8 +8,8 @@ raises, so the job is retried with backoff and ends dead with the reason recorde
 ingestion and search never wait for it. A reply cut off (a dense chunk fills the token
 budget) is asked again in halves, down to single lines; a part no readable reply is had
 for is left out of the graph with a warning, and counted in ``sessions.extraction``
-(``unread``), when the rest of its chunk was read: one such part no longer costs the session. With no LLM configured yet the job puts itself
-back in the queue for later. Between chunks the job yields to live voice and chat turns
+(``unread``), when the rest of its chunk was read: one such part no longer costs the
+session. With no LLM configured yet the job puts itself back in the queue for later. Between chunks the job yields to live voice and chat turns
 and renews its lease, and a chunk's LLM call that a turn would wait behind stops and is
 asked again after the turn, so a long session neither delays a conversation nor looks
 abandoned.
@@ -155,8 +155,8 @@ async def _ask(llm: LLMClient, chunk: list[Line]) -> tuple[Replies, list[str]]:
     for part, exc in failed:
         unread += [line.segment_id for line in part]
         log.warning("extraction left %d segment(s) unread (%s..%s): the model's reply for them was not valid "
-                    "JSON, nor for any smaller part of them (%s); their words stay searchable", len(part), part[0].segment_id,
-                    part[-1].segment_id, str(exc)[:120])
+                    "JSON, nor for any smaller part of them (%s); their words stay searchable",
+                    len(part), part[0].segment_id, part[-1].segment_id, str(exc)[:120])
     return replies, unread
 
 

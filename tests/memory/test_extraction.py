@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -172,32 +174,35 @@ def _serve(handler: type[BaseHTTPRequestHandler]):
     return server, LLMClient(f"http://127.0.0.1:{server.server_address[1]}/v1", "m")
 
 
-@pytest.fixture
-def garbage_llm():
-    server, client = _serve(_Garbage)
-    yield client
-    server.shutdown()
-    server.server_close()
-
-
-async def test_a_cut_off_reply_is_asked_again_in_halves():
-    server, client = _serve(_CutOff)
+@contextlib.contextmanager
+def _double(handler: type[BaseHTTPRequestHandler]) -> Iterator[LLMClient]:
+    server, client = _serve(handler)
     try:
-        lines = [Line("s1", "Me", "Priya called.", T0), Line("s2", "Me", "Omar wrote.", T0)]
-        entities, _, chunks = await extract_lines(client, lines)
-        assert chunks == 1 and sorted(e.name for e in entities) == ["Omar", "Priya"]
+        yield client
     finally:
-        await client.close()
         server.shutdown()
         server.server_close()
 
 
 @pytest.fixture
-def one_unreadable_llm():
-    server, client = _serve(_OneUnreadable)
-    yield client
-    server.shutdown()
-    server.server_close()
+def garbage_llm():
+    with _double(_Garbage) as client:
+        yield client
+
+
+async def test_a_cut_off_reply_is_asked_again_in_halves():
+    with _double(_CutOff) as client:
+        lines = [Line("s1", "Me", "Priya called.", T0), Line("s2", "Me", "Omar wrote.", T0)]
+        entities, _, chunks = await extract_lines(client, lines)
+        assert chunks == 1 and sorted(e.name for e in entities) == ["Omar", "Priya"]
+        await client.close()
+
+
+@pytest.fixture
+async def one_unreadable_llm():
+    with _double(_OneUnreadable) as client:
+        yield client
+        await client.close()
 
 
 CUT_OFF_LINES = [Line("s1", "Me", "Priya called.", T0), Line("s2", "Me", "Omar wrote.", T0),
