@@ -8,7 +8,9 @@ gold entities and facts:
   an alias), or one contains the other as whole words; for free-text types (promise,
   decision, event, topic, emotion) when all of the gold ``match`` words occur in it;
 - ``relationship`` and ``question`` entities are not scored (their truth is in the facts);
-- a fact matches a gold fact when its two endpoints match (in either order; "I" is "me").
+- a fact matches a gold fact when its two endpoints match (in either order; "I" is "me");
+  ``fact_with_predicate`` also asks for the gold fact's predicate ("Leo family_of me" is
+  not "Leo friend_of me").
 
 Precision, recall and F1 are reported per type and overall (micro), with latency per
 session, for all conversations and separately for those with speech-recognition errors.
@@ -91,9 +93,13 @@ def fact_matches(pred: FactItem, gold: dict) -> bool:
     return all(any(x == y or f" {x} " in f" {y} " or f" {y} " in f" {x} " for y in p) for x in g)
 
 
+FACT_SCORES = {"fact": fact_matches,  # endpoints only
+               "fact_with_predicate": lambda pred, gold: fact_matches(pred, gold) and pred.predicate == gold["predicate"]}
+
+
 def score_conversation(conv: dict, entities: list[Entity], facts: list[FactItem]) -> dict[str, Counter]:
     """Per type: true positives, false positives, false negatives."""
-    counts: dict[str, Counter] = {t: Counter() for t in (*SCORED, "fact")}
+    counts: dict[str, Counter] = {t: Counter() for t in (*SCORED, *FACT_SCORES)}
     preds = [e for e in entities if e.type.value in SCORED]
     used: set[int] = set()
     for gold in conv["entities"]:
@@ -106,15 +112,16 @@ def score_conversation(conv: dict, entities: list[Entity], facts: list[FactItem]
     for i, p in enumerate(preds):
         if i not in used:
             counts[p.type.value]["fp"] += 1
-    used_f: set[int] = set()
-    for gold in conv["facts"]:
-        hit = next((i for i, p in enumerate(facts) if i not in used_f and fact_matches(p, gold)), None)
-        if hit is None:
-            counts["fact"]["fn"] += 1
-        else:
-            used_f.add(hit)
-            counts["fact"]["tp"] += 1
-    counts["fact"]["fp"] += len(facts) - len(used_f)
+    for kind, matches in FACT_SCORES.items():
+        used_f: set[int] = set()
+        for gold in conv["facts"]:
+            hit = next((i for i, p in enumerate(facts) if i not in used_f and matches(p, gold)), None)
+            if hit is None:
+                counts[kind]["fn"] += 1
+            else:
+                used_f.add(hit)
+                counts[kind]["tp"] += 1
+        counts[kind]["fp"] += len(facts) - len(used_f)
     return counts
 
 
@@ -126,7 +133,7 @@ def prf(c: Counter) -> dict[str, float]:
 
 
 def table(per_conv: list[dict[str, Counter]]) -> dict:
-    totals: dict[str, Counter] = {t: Counter() for t in (*SCORED, "fact")}
+    totals: dict[str, Counter] = {t: Counter() for t in (*SCORED, *FACT_SCORES)}
     for counts in per_conv:
         for t, c in counts.items():
             totals[t] += c

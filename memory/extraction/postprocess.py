@@ -39,7 +39,7 @@ from memory.extraction.prompt import (
     Line,
     Sensitivity,
 )
-from memory.extraction.relations import SYMMETRIC, kin_mentions, kin_people, pair_key
+from memory.extraction.relations import SYMMETRIC, kin_mentions, kin_people, names_relation, pair_key
 from memory.extraction.whereabouts import said_whereabouts
 from memory.names import normalize_name
 
@@ -312,6 +312,21 @@ def _grounded(name: str, chunk_words: set[str]) -> bool:
     return any(len(w) >= 4 and w[:5] in stems for w in words)
 
 
+_THIRD_PERSON = re.compile(r"\b(?:he|she|him|her|his|hers|they|them|their)\b", re.IGNORECASE)
+
+
+def _in_line(end: tuple[str, EntityType], line: Line) -> bool:
+    """The endpoint ``end`` is the line's speaker (the owner, or a named speaker speaking of
+    themself), is mentioned in it (see :func:`_grounded`), or is a person the line may speak
+    of as "she" or "they" ("She works at a design studio called Atelier Norte.")."""
+    name, kind = end
+    if normalize_name(name) == normalize_name(speaker_name(line.speaker)):
+        return True
+    if kind is EntityType.PERSON and _THIRD_PERSON.search(line.text):
+        return True
+    return _grounded(name, content_words(line.text))
+
+
 PERSON_PREDICATES = SYMMETRIC
 PLACE_PREDICATES = frozenset({"lives_in", "from", "visited", "studies_at", "works_at"})
 DOINGS = frozenset({"promised", "decided", "plans"})
@@ -394,6 +409,9 @@ def clean_facts(raw: list[dict], lines: list[Line], entities: list[Entity]) -> l
             continue
         if not all(_grounded(end[0], chunk_words) for end in (subj, target)):
             continue  # an endpoint the conversation never mentions
+        if not all(_in_line(end, line) for end in (subj, target)) or not names_relation(
+                predicate, line.text, speaker_name(line.speaker), (subj[0], target[0])):
+            continue  # the turn it rests on does not speak of both, or of how they are related
         if not _fits(predicate, subj, target, lines):
             continue
         key = (normalize_name(subj[0]), predicate, normalize_name(target[0]))

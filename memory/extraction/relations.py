@@ -54,6 +54,36 @@ def kin_mentions(text: str, people: list[str]) -> list[tuple[str, str]]:
     return out
 
 
+# A relation named after whose it is: "my sister", "our friend", "Jon's wife", "my best
+# friend" (one word may come between).
+_WHOSE = re.compile(r"(?P<owner>\b(?:my|our)|[\w-]+(?:'s|’s))\s+(?P<first>[\w-]+)(?:\s+(?P<second>[\w-]+))?",
+                    re.IGNORECASE)
+_RELATION_WORDS = {"family_of": FAMILY | {"sis", "bro"}, "partner_of": PARTNER,
+                   "friend_of": FRIEND | {"pal"}, "colleague_of": COLLEAGUE}
+
+
+def names_relation(predicate: str, text: str, speaker: str, ends: tuple[str, str]) -> bool:
+    """Whether ``text``, said by ``speaker``, names the relation ``predicate`` states between
+    the two people ``ends`` as one of theirs: "my sister" said by one of them, "Jon's wife"
+    with Jon one of them. True for any other predicate. Not the word alone, nor someone
+    else's: a model asked for facts about two people who talk to each other calls them
+    sisters from "Glad your son is okay, Melanie." or "I totally agree, Melanie."."""
+    wanted = _RELATION_WORDS.get(predicate)
+    if wanted is None:
+        return True
+    people = {normalize_name(end) for end in ends}
+    people |= {name.split()[0] for name in people if name}
+    for match in _WHOSE.finditer(text):
+        words = {w.casefold() for w in match.group("first", "second") if w}
+        if not any(w in wanted or (w.endswith("s") and w[:-1] in wanted) for w in words):
+            continue
+        owner = match.group("owner").casefold()
+        whose = speaker if owner in ("my", "our") else owner.removesuffix("'s").removesuffix("’s")
+        if normalize_name(whose) in people:
+            return True
+    return False
+
+
 def pair_key(subject: str, obj: str) -> frozenset[str]:
     return frozenset({normalize_name(subject), normalize_name(obj)})
 

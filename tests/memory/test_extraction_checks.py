@@ -262,3 +262,50 @@ def test_where_people_live_work_and_study_is_read_from_the_words():
     assert ("Omid", "lives_in", "Graz") in facts  # the nearest person before the words
     assert ("Omid", "studies_at", "TU Graz") in facts  # "hes": the person named before it
     assert not [f for f in facts if f[2] == "Vienna"]  # "my brother": nobody named
+
+
+# Lines of LoCoMo's conv-26 and conv-30, and the facts the bundled model drew from them.
+TWO_FRIENDS = [
+    Line("d1", "Caroline", "Glad your son is okay, Melanie. Life's unpredictable, but moments like these remind us "
+                           "how important our loved ones are. Family's everything.", T0),
+    Line("d2", "Melanie", "Hey, Caroline! Nice to hear from you! Love the necklace, any special meaning to it?", T0),
+    Line("d3", "Caroline", "Thanks, Melanie! This necklace is super special to me - a gift from my grandma in my "
+                           "home country, Sweden.", T0),
+    Line("d4", "Jon", "Hey Gina! Good to see you too. Lost my job as a banker yesterday.", T0),
+]
+
+
+def test_a_relation_between_two_people_is_said_as_theirs_in_the_line_it_rests_on():
+    """"Glad your son is okay, Melanie." does not make Melanie Caroline's sister, nor "Hey
+    Gina!" Gina Jon's; "Gina is my sister" does, said by the owner, and "Marco's wife Lena"."""
+    people = [raw("person", name, name) for name in ("Melanie", "Caroline", "Gina", "Jon")]
+    found = clean_entities(people, TWO_FRIENDS)
+    assert clean_facts([
+        fact("Melanie", "family_of", "Caroline", "Melanie is Caroline's sister"),
+        fact("Gina", "family_of", "Jon", "Gina is Jon's sister"),
+    ], TWO_FRIENDS, found) == []
+    said = [Line("e1", "Me", "Gina is my sister, she lives two streets away.", T0),
+            Line("e2", "Sam", "I met Marco's wife Lena at the market.", T0)]
+    found = clean_entities([raw("person", n, n) for n in ("Gina", "Marco", "Lena")], said)
+    facts = clean_facts([fact("Gina", "family_of", "me", "Gina is my sister"),
+                         fact("Lena", "partner_of", "Marco", "Lena is Marco's wife")], said, found)
+    assert {(f.subject, f.predicate, f.object) for f in facts} == {("Gina", "family_of", "me"),
+                                                                   ("Lena", "partner_of", "Marco")}
+
+
+def test_a_fact_rests_on_a_line_that_speaks_of_both_its_ends():
+    """"Caroline lives in Sweden" was drawn from "Love the necklace, any special meaning to
+    it?": the words that say Sweden are in the chunk, in another line (and say something
+    else). A person the line calls "she" is spoken of in it."""
+    found = clean_entities([raw("person", "Caroline", "Caroline"), raw("place", "Sweden", "home country, Sweden")],
+                           TWO_FRIENDS)
+    facts = clean_facts([fact("Caroline", "lives_in", "Sweden", "Caroline lives in Sweden")], TWO_FRIENDS, found)
+    assert all(f.segment_id == "d3" for f in facts)  # never the necklace question
+    lines = [Line("p1", "Me", "My sister Priya just moved to Lisbon for her new job.", T0),
+             Line("p2", "Sam", "Oh nice, what is she doing there?", T0),
+             Line("p3", "Me", "She works at a design studio called Atelier Norte.", T0)]
+    found = clean_entities([raw("person", "Priya", "My sister Priya"),
+                            raw("place", "Atelier Norte", "design studio called Atelier Norte")], lines)
+    facts = clean_facts([fact("Priya", "works_at", "Atelier Norte", "Priya works at Atelier Norte")], lines, found)
+    assert [(f.subject, f.object, f.segment_id) for f in facts if f.predicate == "works_at"] == [
+        ("Priya", "Atelier Norte", "p3")]
