@@ -60,16 +60,21 @@ _WHOSE = re.compile(r"(?P<owner>\b(?:my|our)|[\w-]+(?:'s|’s))\s+(?P<first>[\w-
                     re.IGNORECASE)
 _RELATION_WORDS = {"family_of": FAMILY | {"sis", "bro"}, "partner_of": PARTNER,
                    "friend_of": FRIEND | {"pal"}, "colleague_of": COLLEAGUE}
+# Partners are also named by what they do: "Ana is marrying Tom", "we got engaged".
+_MARRY = re.compile(r"\b(?:marr(?:y|ies|ied|ying)|engaged|wedding)\b", re.IGNORECASE)
 
 
 def names_relation(predicate: str, text: str, speaker: str, ends: tuple[str, str]) -> bool:
     """Whether ``text``, said by ``speaker``, names the relation ``predicate`` states between
     the two people ``ends`` as one of theirs: "my sister" said by one of them, "Jon's wife"
-    with Jon one of them. True for any other predicate. Not the word alone, nor someone
-    else's: a model asked for facts about two people who talk to each other calls them
-    sisters from "Glad your son is okay, Melanie." or "I totally agree, Melanie."."""
+    with Jon one of them, or for partners a marriage ("Ana is marrying Tom": the line names
+    them both, which the caller checks). True for any other predicate. Not the word alone,
+    nor someone else's: a model asked for facts about two people who talk to each other calls
+    them sisters from "Glad your son is okay, Melanie." or "I totally agree, Melanie."."""
     wanted = _RELATION_WORDS.get(predicate)
     if wanted is None:
+        return True
+    if predicate == "partner_of" and _MARRY.search(text):
         return True
     people = {normalize_name(end) for end in ends}
     people |= {name.split()[0] for name in people if name}

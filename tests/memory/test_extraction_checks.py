@@ -285,12 +285,14 @@ def test_a_relation_between_two_people_is_said_as_theirs_in_the_line_it_rests_on
         fact("Gina", "family_of", "Jon", "Gina is Jon's sister"),
     ], TWO_FRIENDS, found) == []
     said = [Line("e1", "Me", "Gina is my sister, she lives two streets away.", T0),
-            Line("e2", "Sam", "I met Marco's wife Lena at the market.", T0)]
-    found = clean_entities([raw("person", n, n) for n in ("Gina", "Marco", "Lena")], said)
+            Line("e2", "Sam", "I met Marco's wife Lena at the market.", T0),
+            Line("e3", "Me", "Remember that Anabel is marrying Tomas in June.", T0)]
+    found = clean_entities([raw("person", n, n) for n in ("Gina", "Marco", "Lena", "Anabel", "Tomas")], said)
     facts = clean_facts([fact("Gina", "family_of", "me", "Gina is my sister"),
-                         fact("Lena", "partner_of", "Marco", "Lena is Marco's wife")], said, found)
-    assert {(f.subject, f.predicate, f.object) for f in facts} == {("Gina", "family_of", "me"),
-                                                                   ("Lena", "partner_of", "Marco")}
+                         fact("Lena", "partner_of", "Marco", "Lena is Marco's wife"),
+                         fact("Anabel", "partner_of", "Tomas", "Anabel is marrying Tomas")], said, found)
+    assert {(f.subject, f.predicate, f.object) for f in facts} == {
+        ("Gina", "family_of", "me"), ("Lena", "partner_of", "Marco"), ("Anabel", "partner_of", "Tomas")}
 
 
 def test_a_fact_rests_on_a_line_that_speaks_of_both_its_ends():
