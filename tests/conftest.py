@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import asyncpg
@@ -22,6 +24,18 @@ from models.settings import BundledLLM, ModelSettings
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+def until(check: Callable[[], bool], timeout: float = 5.0) -> bool:
+    """Whether ``check()`` comes true within ``timeout`` seconds (polled every 10 ms): for a
+    state another process or thread reaches on its own time, as a process stopping on a
+    SIGSTOP, which it acts on when it next runs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.01)
+    return check()
 
 
 def shared(relative: str) -> Path:

@@ -16,15 +16,7 @@ from models.llm_server import LlamaServer, LlamaServerConfig
 from models.process import process_state as state
 from models.process import terminate
 from models.process_pause import ProcessPause
-
-
-def until(check, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.01)
-    return check()
+from tests.conftest import until
 
 
 @pytest.fixture
