@@ -9,10 +9,10 @@ ingestion and search never wait for it. A reply cut off (a dense chunk fills the
 budget) is asked again in halves, down to single lines; a part no readable reply is had
 for is left out of the graph with a warning, and counted in ``sessions.extraction``
 (``unread``), when the rest of its chunk was read: one such part no longer costs the
-session. With no LLM configured yet the job puts itself back in the queue for later. Between chunks the job yields to live voice and chat turns
-and renews its lease, and a chunk's LLM call that a turn would wait behind stops and is
-asked again after the turn, so a long session neither delays a conversation nor looks
-abandoned.
+session. With no LLM configured yet the job puts itself back in the queue for later.
+Between chunks the job yields to live voice and chat turns and renews its lease, and a
+chunk's LLM call that a turn would wait behind stops and is asked again after the turn, so
+a long session neither delays a conversation nor looks abandoned.
 """
 
 from __future__ import annotations

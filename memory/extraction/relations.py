@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memory.extraction.checks import bare
 from memory.extraction.prompt import Line
 from memory.names import normalize_name
 
@@ -83,7 +84,7 @@ def names_relation(predicate: str, text: str, speaker: str, ends: tuple[str, str
         if not any(w in wanted or (w.endswith("s") and w[:-1] in wanted) for w in words):
             continue
         owner = match.group("owner").casefold()
-        whose = speaker if owner in ("my", "our") else owner.removesuffix("'s").removesuffix("’s")
+        whose = speaker if owner in ("my", "our") else bare(owner)
         if normalize_name(whose) in people:
             return True
     return False
