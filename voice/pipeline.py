@@ -347,22 +347,48 @@ class AgentLLMProcessor(FrameProcessor):
 
 class SpokenToPage(FrameProcessor):
     """After the output transport: the reply's words go to the page as their audio is
-    played (an interrupted reply shows only what was heard), and the speaking state."""
+    played (an interrupted reply shows only what was heard), and the speaking state.
+
+    The reply is over for the page (its line closed, "listening") when its audio stops and
+    the LLM's reply has ended. A pause in the audio while the reply is still being made (a
+    busy machine: the next clause not yet synthesized) is not its end: the line stays open
+    and the state stays "speaking" (she can still be interrupted) until the audio goes on,
+    or the reply ends or is interrupted."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._replying = False  # between the LLM reply's start and its end (or an interruption)
+        self._held = False  # the audio stopped during the reply: its end is told when the reply ends
+
+    async def _reply_over(self) -> None:
+        await self.push_frame(page_message({"type": "transcript", "role": "assistant", "text": "", "final": True}),
+                              FrameDirection.UPSTREAM)
+        await self.push_frame(turn_state("listening"), FrameDirection.UPSTREAM)
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
-        if isinstance(frame, TTSTextFrame) and direction is FrameDirection.DOWNSTREAM and frame.text.strip():
+        downstream = direction is FrameDirection.DOWNSTREAM
+        if isinstance(frame, TTSTextFrame) and downstream and frame.text.strip():
             # Each chunk is a clause or sentence without its surrounding space.
             await self.push_frame(page_message({"type": "transcript", "role": "assistant",
                                                 "text": frame.text.strip() + " ", "final": False}),
                                   FrameDirection.UPSTREAM)
-        elif isinstance(frame, BotStartedSpeakingFrame) and direction is FrameDirection.DOWNSTREAM:
+        elif isinstance(frame, LLMFullResponseStartFrame) and downstream:
+            self._replying = True
+        elif isinstance(frame, LLMFullResponseEndFrame | InterruptionFrame) and downstream:
+            self._replying = False
+            if self._held:
+                self._held = False
+                await self._reply_over()
+        elif isinstance(frame, BotStartedSpeakingFrame) and downstream:
+            self._held = False
             await self.push_frame(turn_state("speaking"), FrameDirection.UPSTREAM)
-        elif isinstance(frame, BotStoppedSpeakingFrame) and direction is FrameDirection.DOWNSTREAM:
-            await self.push_frame(page_message({"type": "transcript", "role": "assistant", "text": "", "final": True}),
-                                  FrameDirection.UPSTREAM)
-            await self.push_frame(turn_state("listening"), FrameDirection.UPSTREAM)
-        elif isinstance(frame, UserStartedSpeakingFrame) and direction is FrameDirection.DOWNSTREAM:
+        elif isinstance(frame, BotStoppedSpeakingFrame) and downstream:
+            if self._replying:
+                self._held = True
+            else:
+                await self._reply_over()
+        elif isinstance(frame, UserStartedSpeakingFrame) and downstream:
             await self.push_frame(turn_state("listening"), FrameDirection.UPSTREAM)
         await self.push_frame(frame, direction)
 
