@@ -226,7 +226,8 @@ async def run(client: LLMClient, conversations: list[dict], partial: Path | None
     for n, conv in enumerate(conversations, start=1):
         started = time.perf_counter()
         try:
-            entities, facts, _ = await extract_lines(client, lines_of(conv))
+            found = await extract_lines(client, lines_of(conv))
+            entities, facts = found.entities, found.facts
         except NotRecorded:
             continue  # a replay of a run that stopped before this conversation
         except Exception as exc:  # noqa: BLE001 - a failed session scores as nothing found

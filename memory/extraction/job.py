@@ -81,22 +81,31 @@ async def enqueue_asserted(conn: asyncpg.Connection | asyncpg.Pool, session_id: 
                        priority=1, max_attempts=MAX_ATTEMPTS)
 
 
+@dataclass
+class Extracted:
+    """What the LLM's replies for some lines gave: the cleaned entities and facts, how many
+    chunks were asked, and the segments no readable reply was had for (see :func:`_ask`)."""
+
+    entities: list[Entity]
+    facts: list[FactItem]
+    chunks: int
+    unread: list[str]
+
+
 async def extract_lines(llm: LLMClient, lines: list[Line], *, asserted: bool = False,
                         between: Callable[[], Awaitable[None]] | None = None,
                         places: frozenset[str] | set[str] = frozenset(),
-                        gate: PriorityGate | None = None,
-                        unread: list[str] | None = None,
-                        ) -> tuple[list[Entity], list[FactItem], int]:
-    """Ask the LLM chunk by chunk; the cleaned entities and facts and the chunk count.
+                        gate: PriorityGate | None = None) -> Extracted:
+    """Ask the LLM chunk by chunk, and clean what it gives.
 
     ``between`` is awaited before each chunk (to yield to live work, renew a lease). With a
     ``gate``, a chunk's LLM call stops when a live turn starts and is asked again after it
     (``between`` first).
     ``places`` are normalised names already known as places; places found in a chunk are
-    known to the chunks after it. The ids of segments no reply could be read for are added
-    to ``unread`` (see :func:`_ask`)."""
+    known to the chunks after it."""
     entities: list[Entity] = []
     facts: list[FactItem] = []
+    unread: list[str] = []
     known_places = set(places)
     chunks = chunk_lines(lines)
     for chunk in chunks:
@@ -107,8 +116,7 @@ async def extract_lines(llm: LLMClient, lines: list[Line], *, asserted: bool = F
             if between is not None:
                 await between()
             replies, left = await _ask(llm, chunk)
-        if unread is not None:
-            unread += left
+        unread += left
         for part, reply in replies:
             if asserted:
                 for item in (*reply["entities"], *reply["facts"]):
@@ -119,7 +127,7 @@ async def extract_lines(llm: LLMClient, lines: list[Line], *, asserted: bool = F
             facts.extend(clean_facts(reply["facts"], part, found))
     if asserted:  # what is read from the words themselves ("my brother Arjun") was asserted too
         facts = [replace(f, confidence=ASSERTED_CONFIDENCE) for f in facts]
-    return dedup(entities), facts, len(chunks)
+    return Extracted(dedup(entities), facts, len(chunks), unread)
 
 
 Replies = list[tuple[list[Line], dict]]  # the parts of a chunk, each with the LLM's reply for it
@@ -224,22 +232,22 @@ class Extractor:
         report = ExtractionReport(session_id)
         lines = [line for line in (await self._lines(session_id))[0] if line.segment_id in segment_ids]
         if lines:
-            entities, facts, report.chunks = await self.run_llm(lines, asserted=True, unread=report.unread)
+            found = await self.run_llm(lines, asserted=True)
+            report.chunks, report.unread = found.chunks, found.unread
             when = {line.segment_id: line.ts for line in lines}
             async with self.pool.acquire() as conn, conn.transaction():
-                await self._store(conn, session_id, entities, facts, when, report)
+                await self._store(conn, session_id, found.entities, found.facts, when, report)
         report.seconds = round(time.monotonic() - started, 2)
         return report
 
-    async def run_llm(self, lines: list[Line], *, asserted: bool = False,
-                      unread: list[str] | None = None) -> tuple[list[Entity], list[FactItem], int]:
+    async def run_llm(self, lines: list[Line], *, asserted: bool = False) -> Extracted:
         llm = self._llm()
         if llm is None:
             raise RuntimeError("no LLM is configured")
         places = await self.pool.fetch(
             "SELECT normalized_name FROM entities WHERE user_id = $1 AND type = 'place'", self.user_id)
         return await extract_lines(llm, lines, asserted=asserted, between=self._between_chunks,
-                                   places={r["normalized_name"] for r in places}, gate=self.gate, unread=unread)
+                                   places={r["normalized_name"] for r in places}, gate=self.gate)
 
     async def extract_session(self, session_id: str, *, force: bool = False) -> ExtractionReport:
         """Extract one session now (skipped when already done and unchanged, unless forced)."""
@@ -251,10 +259,11 @@ class Extractor:
             if not lines:
                 await self.pool.execute("UPDATE sessions SET extracted_at = now() WHERE session_id = $1", session_id)
             return report
-        entities, facts, report.chunks = await self.run_llm(lines, unread=report.unread)
+        found = await self.run_llm(lines)
+        report.chunks, report.unread = found.chunks, found.unread
         when = {line.segment_id: line.ts for line in lines}
         async with self.pool.acquire() as conn, conn.transaction():
-            await self._store(conn, session_id, entities, facts, when, report)
+            await self._store(conn, session_id, found.entities, found.facts, when, report)
             await conn.execute(
                 "UPDATE sessions SET extracted_at = now(), extraction = $2::text::jsonb WHERE session_id = $1",
                 session_id, json.dumps({"entities": report.entities, "facts": report.facts, "chunks": report.chunks,

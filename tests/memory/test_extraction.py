@@ -193,8 +193,8 @@ def garbage_llm():
 async def test_a_cut_off_reply_is_asked_again_in_halves():
     with _double(_CutOff) as client:
         lines = [Line("s1", "Me", "Priya called.", T0), Line("s2", "Me", "Omar wrote.", T0)]
-        entities, _, chunks = await extract_lines(client, lines)
-        assert chunks == 1 and sorted(e.name for e in entities) == ["Omar", "Priya"]
+        found = await extract_lines(client, lines)
+        assert found.chunks == 1 and sorted(e.name for e in found.entities) == ["Omar", "Priya"]
         await client.close()
 
 
@@ -214,10 +214,9 @@ async def test_a_line_no_reply_can_be_read_for_is_left_unread_and_the_rest_is_ke
     """A chunk cut off, its halves cut off, down to single lines: the one line whose reply
     is garbage even alone is left unread, every other line's reply is kept (it used to cost
     the whole session: the job retried the same replies until it was dead)."""
-    unread: list[str] = []
-    entities, _, chunks = await extract_lines(one_unreadable_llm, CUT_OFF_LINES, unread=unread)
-    assert chunks == 1 and sorted(e.name for e in entities) == ["Lena", "Omar", "Priya", "Ravi"]
-    assert unread == ["s3"]
+    found = await extract_lines(one_unreadable_llm, CUT_OFF_LINES)
+    assert found.chunks == 1 and sorted(e.name for e in found.entities) == ["Lena", "Omar", "Priya", "Ravi"]
+    assert found.unread == ["s3"]
 
 
 async def test_nothing_readable_in_a_chunk_still_fails(one_unreadable_llm):

@@ -40,8 +40,8 @@ async def test_a_replay_gives_what_the_recorded_run_gave(tmp_path):
     replayer = Replayer(path)  # written as the replies came
     assert replayer.about["backend"] == "fixed"
     replayed = await extract_lines(replayer, LINES)
-    assert [(e.type, e.name) for e in replayed[0]] == [(e.type, e.name) for e in live[0]]
-    assert ("emotion", "bold") not in {(e.type.value, e.name) for e in replayed[0]}  # post-processing ran again
+    assert [(e.type, e.name) for e in replayed.entities] == [(e.type, e.name) for e in live.entities]
+    assert ("emotion", "bold") not in {(e.type.value, e.name) for e in replayed.entities}  # post-processing ran again
     with pytest.raises(LLMOutputError):
         await replayer.chat_json([{"role": "user", "content": "CUT"}], {})
     with pytest.raises(NotRecorded):  # another transcript (or prompt) was never asked
@@ -69,7 +69,7 @@ async def test_a_resumed_recording_asks_only_what_was_not_recorded(tmp_path):
     with pytest.raises(LLMOutputError):  # a kept failure stays one
         await resumed.chat_json([{"role": "user", "content": "CUT"}], {})
     assert llm.asked == 0 and resumed.reused == 2
-    assert [(e.type, e.name) for e in again[0]] == [(e.type, e.name) for e in live[0]]
+    assert [(e.type, e.name) for e in again.entities] == [(e.type, e.name) for e in live.entities]
     await extract_lines(resumed, [Line("s2", "Me", "Something else entirely.", T0)])
     assert llm.asked == 1
     kept = Replayer(path)  # the new reply joined the old ones, and the earlier timings stayed
