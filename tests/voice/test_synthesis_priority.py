@@ -22,7 +22,6 @@ from voice.pipeline import SharedKokoroTTSService
 from voice.speech_onset import OnsetKokoro
 from voice.synthesis_priority import HoldCount, PriorityKokoro
 
-
 # The hold cap is tested in tests/models/test_process_pause.py; here a slow machine may take longer
 # than the product's 5 s to synthesize one piece, and the cap letting go is not what is tested.
 LONG_HOLD_S = 60.0
