@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import fractions
 import json
 import logging
 import shutil
@@ -35,10 +34,8 @@ from datetime import UTC, datetime
 from itertools import pairwise
 from pathlib import Path
 
-import av
 import httpx
 import numpy as np
-from aiortc import MediaStreamTrack, RTCPeerConnection, RTCSessionDescription
 from pipecat.audio.vad.vad_analyzer import VADState
 from pipecat.frames.frames import (
     AggregatedTextFrame,
@@ -57,6 +54,7 @@ from pipecat.processors.frame_processor import FrameDirection
 from pipecat.transports.base_output import BaseOutputTransport
 
 from benchmarks.common import percentiles, write_result
+from benchmarks.voice_peer import RATE, Peer, PeerProcess, loopback_only
 from memory.db import open_database
 from memory.service import MemoryService
 from memory.settings import MemorySettings
@@ -117,8 +115,6 @@ LONG_REPLIES = (
     "Tell me about the history of the printing press.",
     "Explain how bread rises, step by step.",
 )
-RATE = 48000
-FRAME = 960  # 20 ms
 
 
 @contextlib.asynccontextmanager
@@ -140,57 +136,6 @@ async def planted_memory(data_dir: Path, model_settings: ModelSettings) -> Async
         await memory.close()
         await vectors.close()
         await db.close()
-
-
-class Mic(MediaStreamTrack):
-    """A microphone that sends silence until told to say something (48 kHz mono), and
-    what it is told to hear of the room besides (:meth:`echo`)."""
-
-    kind = "audio"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._queue = np.zeros(0, np.int16)
-        self._room = np.zeros(0, np.int16)
-        self._sent = 0
-        self._start: float | None = None
-        self.speech_start: float | None = None
-        self.speech_end: float | None = None
-
-    def say(self, pcm: np.ndarray) -> None:
-        self._queue = np.concatenate([self._queue, pcm])
-        self.speech_start = None
-        self.speech_end = None
-
-    def echo(self, pcm: np.ndarray) -> None:
-        """Mix ``pcm`` into what the microphone sends next, from now on (not speech of its own)."""
-        self._room = np.concatenate([self._room, pcm.astype(np.int16)])
-
-    async def recv(self) -> av.AudioFrame:
-        if self._start is None:
-            self._start = time.monotonic()
-        self._sent += FRAME
-        wait = self._start + self._sent / RATE - time.monotonic()
-        if wait > 0:
-            await asyncio.sleep(wait)
-        chunk = np.zeros(FRAME, np.int16)
-        if len(self._queue):
-            if self.speech_start is None:
-                self.speech_start = time.monotonic()
-            n = min(FRAME, len(self._queue))
-            chunk[:n] = self._queue[:n]
-            self._queue = self._queue[n:]
-            if not len(self._queue):
-                self.speech_end = time.monotonic()
-        if len(self._room):
-            n = min(FRAME, len(self._room))
-            chunk[:n] = np.clip(chunk[:n].astype(np.int32) + self._room[:n], -32768, 32767)
-            self._room = self._room[n:]
-        frame = av.AudioFrame.from_ndarray(chunk.reshape(1, -1), format="s16", layout="mono")
-        frame.sample_rate = RATE
-        frame.pts = self._sent
-        frame.time_base = fractions.Fraction(1, RATE)
-        return frame
 
 
 class StageObserver(BaseObserver):
@@ -282,97 +227,29 @@ def pct(values: list[float]) -> dict:
     return percentiles([v * 1000 for v in values]) if values else {}
 
 
-class Peer:
-    """The aiortc client: a microphone it can make speak and the bot's audio it hears."""
-
-    def __init__(self) -> None:
-        self.mic = Mic()
-        self.pc = RTCPeerConnection()
-        self.pc.addTrack(self.mic)
-        self.pc.createDataChannel("annie")
-        self.loud: list[float] = []  # monotonic times of bot audio frames above the noise floor
-        self._listeners: list[asyncio.Task] = []
-        self.pc.on("track", lambda track: self._listeners.append(asyncio.ensure_future(self._listen(track))))
-
-    async def _listen(self, track) -> None:
-        while True:
-            try:
-                frame = await track.recv()
-            except Exception:  # noqa: BLE001 - track ended
-                return
-            pcm = frame.to_ndarray().astype(np.float32)
-            if np.sqrt(np.mean(pcm * pcm)) > 300:
-                self.loud.append(time.monotonic())
-
-    async def connect(self, client: httpx.AsyncClient) -> None:
-        session = (await client.post("/start", json={})).json()
-        await self.pc.setLocalDescription(await self.pc.createOffer())
-        answer = (await client.post(session["offer_url"], json={"sdp": self.pc.localDescription.sdp,
-                                                               "type": "offer"})).json()
-        await self.pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type=answer["type"]))
-
-    async def say(self, pcm: np.ndarray) -> tuple[float, float]:
-        """Speak ``pcm``; (speech start, speech end) in monotonic seconds."""
-        self.mic.say(pcm)
-        while self.mic.speech_end is None:
-            await asyncio.sleep(0.02)
-        return self.mic.speech_start or self.mic.speech_end, self.mic.speech_end
-
-    def first_loud_after(self, t: float) -> float | None:
-        return next((x for x in self.loud if x > t), None)
-
-    async def playing(self, timeout_s: float) -> bool:
-        """Wait until the bot's audio is audible right now (a frame in the last 60 ms)."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.loud and time.monotonic() - self.loud[-1] < 0.06:
-                return True
-            await asyncio.sleep(0.01)
-        return False
-
-    async def quiet(self, after: float, quiet_s: float, timeout_s: float) -> float | None:
-        """The last loud frame after ``after`` (``after`` itself when there was none) once the
-        bot has been quiet for ``quiet_s``; None when it was still loud at the timeout."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-            last = max(self.loud[-1], after) if self.loud else after
-            if time.monotonic() - last > quiet_s:
-                return last
-        return None
-
-    async def close(self) -> None:
-        await self.pc.close()
-        for task in self._listeners:
-            task.cancel()
-
-
 # How much of a reply's start is looked at for silences: the first clause's audio, the
 # wait for the next chunk, and a little of it.
 SILENCE_WINDOW_S = 4.0
 
 
-def longest_silence(loud: list[float], first: float, last: float) -> float:
-    """The longest wait between audible frames in the first ``SILENCE_WINDOW_S`` of a reply
-    (from ``first`` to ``last``): a pause in the voice, or the next chunk not ready yet."""
-    frames = [t for t in loud if first <= t <= min(last, first + SILENCE_WINDOW_S)]
+def longest_silence(frames: list[float]) -> float:
+    """The longest wait between audible frames (times in seconds, in order): a pause in the
+    voice, or the next chunk not ready yet."""
     return round(max((b - a for a, b in pairwise(frames)), default=0.0), 3)
 
 
-async def voice_turns(peer: Peer, observer: StageObserver, turns: list[tuple[str, np.ndarray]]) -> list[dict]:
+async def voice_turns(peer: Peer | PeerProcess, observer: StageObserver, turns: list[tuple[str, np.ndarray]]) -> list[dict]:
     results = []
     for i, (question, pcm48) in enumerate(turns, 1):
         _, end = await peer.say(pcm48)
-        deadline = end + 120
-        first = None
-        while time.monotonic() < deadline and first is None:
-            await asyncio.sleep(0.05)
-            first = peer.first_loud_after(end)
+        first = await peer.first_loud(end, timeout_s=120)
         last = await peer.quiet(end, 2.0, 120)
         stage = observer.turns[-1] if observer.turns and observer.turns[-1].get("vad_stop", 0) > end - 1 else {}
         row = {"turn": i, "question": question, "total_s": round(first - end, 3) if first else None}
         if first and last:
-            row["longest_silence_s"] = longest_silence(peer.loud, first, last)
+            # in the reply's first seconds
+            row["longest_silence_s"] = longest_silence(
+                await peer.loud_between(first, min(last, first + SILENCE_WINDOW_S)))
         if first and stage:
             row.update({
                 "stt_s": round(stage["stt"] - stage["vad_stop"], 3),
@@ -398,7 +275,7 @@ async def voice_turns(peer: Peer, observer: StageObserver, turns: list[tuple[str
     return results
 
 
-async def barge_ins(peer: Peer, observer: StageObserver, count: int, long_asks: list[tuple[str, np.ndarray]],
+async def barge_ins(peer: Peer | PeerProcess, observer: StageObserver, count: int, long_asks: list[tuple[str, np.ndarray]],
                     stop_pcm: np.ndarray) -> list[dict]:
     """Ask for a long answer, let it play, say "Stop."; how soon the bot's audio stops.
 
@@ -411,9 +288,7 @@ async def barge_ins(peer: Peer, observer: StageObserver, count: int, long_asks: 
     for i in range(1, count + 1):
         asked, pcm = long_asks[(i - 1) % len(long_asks)]
         _, end = await peer.say(pcm)
-        deadline = time.monotonic() + 120
-        while peer.first_loud_after(end) is None and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
+        await peer.first_loud(end, timeout_s=120)
         await asyncio.sleep(2.0)  # she is in full flow
         playing = await peer.playing(timeout_s=20.0)  # "Stop." while she is audible, not in a pause
         start, _ = await peer.say(stop_pcm)
@@ -478,9 +353,13 @@ async def endpoint_delay(settings: VoiceSettings, speech: np.ndarray) -> float |
     return None
 
 
+# How long a standalone stage waits for the one before it to have stopped using the cores.
+SETTLE_S = 0.5
+
+
 async def standalone(service: VoiceService, turns: list[tuple[str, np.ndarray]]) -> list[dict]:
     """The same stages, one after another, outside the pipeline: the VAD's stop after the
-    last word, Whisper, the agent to its first chunk, Kokoro."""
+    last word, Whisper, the agent to its first chunk, Kokoro, each with nothing else running."""
     models = service.models
     assert models is not None
     settings = service.settings
@@ -508,6 +387,10 @@ async def standalone(service: VoiceService, turns: list[tuple[str, np.ndarray]])
             rest = await aggregator.flush()
             chunk = rest.text if rest else "Okay."
         llm = time.perf_counter() - t0
+        # Alone means alone: the LLM server goes on for a token or two (0.1-0.2 s of both
+        # cores) after the stream is closed, and Kokoro timed meanwhile shares the cores
+        # with it (the pipeline pauses the server while Kokoro synthesizes).
+        await asyncio.sleep(SETTLE_S)
         t0 = time.perf_counter()
         if (settings.voice, chunk.strip()) not in models.phrases:  # a fixed phrase is spoken from its cache
             await asyncio.to_thread(models.kokoro.create, chunk, voice=settings.voice, lang="en-us")
@@ -533,14 +416,14 @@ class SessionEnds(logging.Handler):
             self.lines.append(message)
 
 
-async def run(service: VoiceService, observer: StageObserver, turns: int, barges: int, chats: int) -> dict:
-    import aioice.ice
+async def run(service: VoiceService, observer: StageObserver, turns: int, barges: int, chats: int,
+              peer_in_process: bool = False) -> dict:
     import uvicorn
     from fastapi import FastAPI
 
     from voice.api import router
 
-    aioice.ice.get_host_addresses = lambda use_ipv4=True, use_ipv6=True: ["127.0.0.1"]  # loopback only
+    loopback_only()
     app = FastAPI()
     app.state.voice = service
     app.include_router(router)
@@ -561,11 +444,13 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
     # A fresh session on a running server: the server's own warm-up at start is done (a
     # user opens the page after Annie has started); the session's first turn is measured.
     await service.primer.wait()
-    peer = Peer()
+    # The client in a process of its own, as a user's browser is (or in this one, as measured before).
+    peer = Peer() if peer_in_process else PeerProcess()
     ends = SessionEnds()
     logging.getLogger("voice.service").addHandler(ends)
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-        await peer.connect(client)
+    base_url = f"http://127.0.0.1:{port}"
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+        await peer.connect(base_url)
         await asyncio.sleep(3)
         results = await voice_turns(peer, observer, [(q, a[0]) for q, a in zip(questions, audio, strict=True)])
         barge = await barge_ins(peer, observer, barges, long_asks, stop_pcm) if barges else []
@@ -584,6 +469,7 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
     first_tokens = [r["first_token_s"] for r in chat if r["first_token_s"] is not None]
     stops = [r["stopped_after_s"] for r in barge if r["stopped_after_s"] is not None]
     return {
+        "peer": "in the server's process" if peer_in_process else "a process of its own",
         "turns": len(results), "measured_turns": len(done),
         "first_turn_total_s": results[0]["total_s"] if results else None,
         "pipeline_ms": {key: pct([r[key] for r in done]) for key in keys},
@@ -626,6 +512,8 @@ async def main() -> None:
     parser.add_argument("--routing", default="schema", choices=[m.value for m in ToolRouting])
     parser.add_argument("--no-intent-router", action="store_true", help="let the LLM choose every tool (baseline)")
     parser.add_argument("--name", default="voice_latency", help="result file name")
+    parser.add_argument("--peer-in-process", action="store_true",
+                        help="run the WebRTC client in the server's process (as measured before), not its own")
     parser.add_argument("--llm-url")
     parser.add_argument("--llm-model", default="local")
     parser.add_argument("--llm-log", type=Path, help="copy the managed LLM server's log here at the end")
@@ -656,7 +544,8 @@ async def main() -> None:
                                        gate=memory.gate, synthesis_hold=runtime.synthesis_hold if runtime else None)
                 await service.start()
                 try:
-                    result = await run(service, observer, args.turns, args.barge_ins, args.chats)
+                    result = await run(service, observer, args.turns, args.barge_ins, args.chats,
+                                       args.peer_in_process)
                 finally:
                     await service.close()
         finally:

@@ -103,11 +103,11 @@ async def _recording(client: httpx.AsyncClient, voice_server, session: dict) -> 
 
 
 class _Peer:
-    """A real aiortc peer with a microphone it makes speak (benchmarks.voice_latency.Mic)
+    """A real aiortc peer with a microphone it makes speak (benchmarks.voice_peer.Mic)
     and the page's messages from the data channel."""
 
     def __init__(self, on_track) -> None:
-        from benchmarks.voice_latency import Mic
+        from benchmarks.voice_peer import Mic
 
         loopback_ice()
         self.mic = Mic()
@@ -181,7 +181,7 @@ async def test_barge_in_stops_her_and_the_page_keeps_only_what_was_spoken(voice_
 
 async def _echo(track, mic, down_db: float) -> None:
     """What the room sends back: the bot's audio, ``down_db`` under it, into the microphone."""
-    from benchmarks.voice_latency import RATE
+    from benchmarks.voice_peer import RATE
 
     gain = 10 ** (-down_db / 20)
     while True:
