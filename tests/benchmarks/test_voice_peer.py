@@ -13,13 +13,13 @@ import pytest
 from aiortc import RTCPeerConnection, RTCSessionDescription
 
 from benchmarks.voice_peer import RATE, PeerProcess, loopback_only
+from tests.support import served
 
 
 @contextlib.asynccontextmanager
 async def echo_server():
     """A WebRTC answerer on loopback that sends back what it hears, behind the two
     requests the voice API answers (``/start``, then the offer)."""
-    import uvicorn
     from fastapi import FastAPI
 
     loopback_only()
@@ -38,20 +38,12 @@ async def echo_server():
         await pc.setLocalDescription(await pc.createAnswer())
         return {"sdp": pc.localDescription.sdp, "type": pc.localDescription.type}
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{port}"
+        async with served(app) as url:
+            yield url
     finally:
         for pc in peers:
             await pc.close()
-        server.should_exit = True
-        await task
 
 
 def tone(seconds: float) -> np.ndarray:
