@@ -1,13 +1,14 @@
 """Voice latency: end of user speech to first bot audio, over real WebRTC on loopback.
 
-An aiortc peer speaks utterances made with Kokoro, one turn at a time, to a fresh
-session (its first turn included) and hears the bot. The turns mix plain questions,
-questions about the user's life (answered from a real memory: embedded PostgreSQL and
-the vector index, with a few planted facts) and "remember ..." statements. Each turn is
-split into STT (VAD stop -> transcript), LLM to first chunk (context -> the first text
-sent to the voice: a clause or sentence; routing and tools included), TTS first chunk
-(that text -> first audio) and the rest (VAD and turn-end waits, queues, transport). In
-the same run each stage is also run standalone on the same input (the VAD's stop as the
+An aiortc peer in a process of its own (:mod:`benchmarks.voice_peer`) speaks utterances
+made with Kokoro, one turn at a time, to a fresh session (its first turn included) and
+hears the bot. The turns mix plain questions, questions about the user's life
+(answered from a real memory: embedded PostgreSQL and the vector index, with a few
+planted facts) and "remember ..." statements. Each turn is split into STT (VAD stop ->
+transcript), LLM to first chunk (context -> the first text sent to the voice: a clause
+or sentence; routing and tools included), TTS first chunk (that text -> first audio)
+and the rest (VAD and turn-end waits, queues, transport). In the same run each stage is
+also run standalone on the same input, with nothing else running (the VAD's stop as the
 clip followed by silence through a session's VAD, in audio time; a fixed phrase spoken
 from its cache, as in the pipeline); ``overhead_ratio`` is
 the pipeline's total over the standalone sum (``overhead_ratio_without_vad``: over the

@@ -17,6 +17,7 @@ import asyncio
 import fractions
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -216,14 +217,14 @@ class PeerProcess:
         return await self._call("loud_between", first=first, last=last)
 
     async def close(self) -> None:
-        if self._child is not None:
-            await self._call("close")
-            assert self._child.stdin is not None
-            self._child.stdin.close()
-            await self._child.wait()
-        for path in self._clips.iterdir():
-            path.unlink()
-        self._clips.rmdir()
+        try:
+            if self._child is not None and self._child.returncode is None:
+                await self._call("close")
+                assert self._child.stdin is not None
+                self._child.stdin.close()
+                await self._child.wait()
+        finally:
+            shutil.rmtree(self._clips, ignore_errors=True)
 
 
 _CALLS = frozenset({"connect", "first_loud", "playing", "quiet", "loud_between", "close"})
