@@ -62,7 +62,7 @@ from memory.settings import MemorySettings
 from memory.vectors.open import open_vector_index
 from models.settings import ModelSettings
 from models.text_embedding import text_embedding_dim
-from voice.agent import Agent, TextDelta
+from voice.agent import Agent, TextDelta, TurnDone
 from voice.clause_aggregator import FirstClauseAggregator
 from voice.pipeline import AgentLLMProcessor
 from voice.service import VoiceService
@@ -375,21 +375,26 @@ async def standalone(service: VoiceService, turns: list[tuple[str, np.ndarray]])
         text = " ".join(s.text for s in segments).strip()
         stt = time.perf_counter() - t0
         t0 = time.perf_counter()
-        aggregator, chunk = FirstClauseAggregator(max_words=settings.first_chunk_max_words), ""
+        aggregator, chunk, llm, timings = FirstClauseAggregator(max_words=settings.first_chunk_max_words), "", None, {}
         async with contextlib.aclosing(agent.respond([{"role": "system", "content": system},
                                                       {"role": "user", "content": text}])) as events:
             async for event in events:
-                if isinstance(event, TextDelta):
+                if isinstance(event, TextDelta) and not chunk:
                     async for aggregation in aggregator.aggregate(event.text):
                         chunk = chunk or aggregation.text
-                if chunk:
-                    break
+                if chunk and llm is None:
+                    llm = time.perf_counter() - t0
+                if isinstance(event, TurnDone):
+                    # Read to the end for what the LLM server says about the call (its prompt
+                    # timings come with the last token), as the pipeline's turns record it.
+                    timings = event.timings
         if not chunk:
             rest = await aggregator.flush()
             chunk = rest.text if rest else "Okay."
-        llm = time.perf_counter() - t0
+        if llm is None:
+            llm = time.perf_counter() - t0
         # Alone means alone: the LLM server goes on for a token or two (0.1-0.2 s of both
-        # cores) after the stream is closed, and Kokoro timed meanwhile shares the cores
+        # cores) after a stream is closed, and Kokoro timed meanwhile would share the cores
         # with it (the pipeline pauses the server while Kokoro synthesizes).
         await asyncio.sleep(SETTLE_S)
         t0 = time.perf_counter()
@@ -398,9 +403,20 @@ async def standalone(service: VoiceService, turns: list[tuple[str, np.ndarray]])
         tts = time.perf_counter() - t0
         rows.append({"vad_stop_s": round(vad or 0.0, 3), "stt_s": round(stt, 3), "llm_first_chunk_s": round(llm, 3),
                      "tts_first_chunk_s": round(tts, 3), "sum_s": round((vad or 0.0) + stt + llm + tts, 3),
-                     "sum_without_vad_s": round(stt + llm + tts, 3), "first_chunk": chunk})
+                     "sum_without_vad_s": round(stt + llm + tts, 3), "first_chunk": chunk,
+                     "agent": {key: round(value, 3) for key, value in timings.items()}})
         print(f"[standalone] {question!r} {rows[-1]}", flush=True)
     return rows
+
+
+def server_account(rows: list[dict]) -> dict:
+    """What the LLM server said about the replies that read a prompt: how many new prompt
+    tokens it read, in how long, and the first token's delay as the agent saw it."""
+    calls = [r["agent"] for r in rows if "prompt_ms" in r.get("agent", {})]
+    return {"replies": len(calls),
+            "prompt_tokens": middle([c["prompt_tokens"] for c in calls]),
+            "prompt_ms": percentiles([c["prompt_ms"] for c in calls]) if calls else {},
+            "first_token_ms": pct([c["first_token_s"] for c in calls if "first_token_s" in c])}
 
 
 class SessionEnds(logging.Handler):
@@ -482,6 +498,9 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
         "early_stt_used": {"turns": len(done), "early": sum(1 for r in done if r.get("early_stt"))},
         # Kokoro's own pauses and any wait for the next chunk, in each reply's first seconds.
         "reply_longest_silence_ms": pct([r["longest_silence_s"] for r in results if "longest_silence_s" in r]),
+        # The LLM server's own account of each reply's prompt (the rest came from its cache)
+        # and first token, in the pipeline and standalone: where the LLM stage's gap is.
+        "llm_server": {"pipeline": server_account(done), "standalone": server_account(alone)},
         "overhead_ratio": middle(ratios),
         # the ratio as the benchmark measured it before the VAD's stop was a standalone stage
         "overhead_ratio_without_vad": middle(without_vad),
