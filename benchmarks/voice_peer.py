@@ -7,21 +7,20 @@ a connected session, then does not hold the server's interpreter lock at the mom
 benchmark times. :class:`Peer` is the same client in the caller's process. Both time
 things with ``time.monotonic()``, which is one clock for every process on the machine.
 
-The child is ``python -m benchmarks.voice_peer``: one JSON request per line on stdin, one
-JSON reply per line on stdout; it ends with its stdin.
+The child is ``python -m benchmarks.voice_peer``: one JSON request per line on stdin (a
+clip to say as base64 16-bit samples), one JSON reply per line on stdout; it ends with
+its stdin.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import fractions
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import av
@@ -36,7 +35,8 @@ LOUD_RMS = 300
 
 
 def loopback_only() -> None:
-    """ICE candidates on 127.0.0.1 only: the benchmark never leaves the machine."""
+    """ICE candidates on 127.0.0.1 only (aioice never offers it by itself): the benchmarks
+    and tests never leave the machine, which may have no other interface."""
     import aioice.ice
 
     aioice.ice.get_host_addresses = lambda use_ipv4=True, use_ipv6=True: ["127.0.0.1"]
@@ -173,8 +173,6 @@ class PeerProcess:
 
     def __init__(self) -> None:
         self._child: asyncio.subprocess.Process | None = None
-        self._clips = Path(tempfile.mkdtemp(prefix="annie-peer-"))
-        self._said = 0
 
     async def _call(self, op: str, **args: Any) -> Any:
         if self._child is None:
@@ -197,11 +195,7 @@ class PeerProcess:
         await self._call("connect", base_url=base_url)
 
     async def say(self, pcm: np.ndarray) -> tuple[float, float]:
-        self._said += 1
-        path = self._clips / f"{self._said}.npy"
-        np.save(path, pcm)
-        start, end = await self._call("say", path=str(path))
-        path.unlink()
+        start, end = await self._call("say", pcm=base64.b64encode(pcm.astype(np.int16).tobytes()).decode())
         return start, end
 
     async def first_loud(self, after: float, timeout_s: float) -> float | None:
@@ -217,14 +211,11 @@ class PeerProcess:
         return await self._call("loud_between", first=first, last=last)
 
     async def close(self) -> None:
-        try:
-            if self._child is not None and self._child.returncode is None:
-                await self._call("close")
-                assert self._child.stdin is not None
-                self._child.stdin.close()
-                await self._child.wait()
-        finally:
-            shutil.rmtree(self._clips, ignore_errors=True)
+        if self._child is not None and self._child.returncode is None:
+            await self._call("close")
+            assert self._child.stdin is not None
+            self._child.stdin.close()
+            await self._child.wait()
 
 
 _CALLS = frozenset({"connect", "first_loud", "playing", "quiet", "loud_between", "close"})
@@ -239,7 +230,7 @@ async def _serve() -> None:
         op = request.pop("op")
         try:
             if op == "say":
-                result: Any = await peer.say(np.load(request["path"]))
+                result: Any = await peer.say(np.frombuffer(base64.b64decode(request["pcm"]), np.int16))
             elif op in _CALLS:
                 result = await getattr(peer, op)(**request)
             else:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import time
 
 import numpy as np
@@ -13,6 +12,7 @@ import pytest
 from aiortc import RTCPeerConnection, RTCSessionDescription
 
 from benchmarks.voice_peer import RATE, PeerProcess, loopback_only
+from models.process import free_port
 from tests.support import served
 
 
@@ -75,11 +75,8 @@ async def test_the_peer_process_speaks_and_hears_its_echo_on_this_processs_clock
 async def test_a_failed_request_names_the_request_and_the_peer_goes_on():
     peer = PeerProcess()
     try:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            closed = s.getsockname()[1]
         with pytest.raises(RuntimeError, match="'connect'"):
-            await peer.connect(f"http://127.0.0.1:{closed}")
+            await peer.connect(f"http://127.0.0.1:{free_port()}")  # nothing listens there
         now = time.monotonic()
         assert await peer.quiet(now, quiet_s=0.1, timeout_s=5) == now  # nothing was heard
     finally:

@@ -9,7 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.voice.support import kokoro_wav, loopback_ice
+from benchmarks.voice_peer import loopback_only
+from tests.voice.support import kokoro_wav
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.skipif(
 async def test_page_talks_and_chats(voice_server, voice_models, tmp_path):
     from playwright.async_api import async_playwright, expect
 
-    loopback_ice()
+    loopback_only()
     mic = kokoro_wav(voice_models.kokoro, "Where does my sister live?", tmp_path / "mic.wav",
                      lead_s=5.0, tail_s=90.0)
     artifacts = tmp_path / "screenshots"

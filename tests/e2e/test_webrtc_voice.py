@@ -15,7 +15,8 @@ import numpy as np
 from aiortc import RTCPeerConnection, RTCSessionDescription
 from aiortc.contrib.media import MediaPlayer
 
-from tests.voice.support import kokoro_wav, loopback_ice, transcribe
+from benchmarks.voice_peer import RATE, Mic, loopback_only
+from tests.voice.support import kokoro_wav, transcribe
 
 STORY = "Tell me a long story about a dragon who learns to bake bread."
 
@@ -36,7 +37,7 @@ async def _record(track, chunks: list[np.ndarray]) -> None:
 
 
 async def test_spoken_question_is_answered_from_memory(voice_server, voice_models, managed_llm, tmp_path):
-    loopback_ice()
+    loopback_only()
     stops = managed_llm.server.pause.stops
     wav = kokoro_wav(voice_models.kokoro, "Where does my sister live?", tmp_path / "question.wav",
                      lead_s=5.0, tail_s=40.0)
@@ -107,9 +108,7 @@ class _Peer:
     and the page's messages from the data channel."""
 
     def __init__(self, on_track) -> None:
-        from benchmarks.voice_peer import Mic
-
-        loopback_ice()
+        loopback_only()
         self.mic = Mic()
         self.pc = RTCPeerConnection()
         self.pc.addTrack(self.mic)
@@ -181,8 +180,6 @@ async def test_barge_in_stops_her_and_the_page_keeps_only_what_was_spoken(voice_
 
 async def _echo(track, mic, down_db: float) -> None:
     """What the room sends back: the bot's audio, ``down_db`` under it, into the microphone."""
-    from benchmarks.voice_peer import RATE
-
     gain = 10 ** (-down_db / 20)
     while True:
         try:

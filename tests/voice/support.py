@@ -132,13 +132,6 @@ def voice_settings(data_dir: Path, **overrides) -> VoiceSettings:
     return VoiceSettings(data_dir=data_dir, **overrides)
 
 
-def loopback_ice() -> None:
-    """aioice never offers 127.0.0.1; on loopback-only test machines offer only that (tests only)."""
-    import aioice.ice
-
-    aioice.ice.get_host_addresses = lambda use_ipv4=True, use_ipv6=True: ["127.0.0.1"]
-
-
 def kokoro_wav(kokoro, text: str, path: Path, *, lead_s: float = 0.5, tail_s: float = 3.0,
                rate: int = 48000, voice: str = "am_michael") -> Path:
     """Speech made with Kokoro, resampled to ``rate``, with silence around it, as 16-bit mono WAV."""

@@ -14,7 +14,7 @@ from pipecat.transports.base_transport import TransportParams
 from pipecat.transports.smallwebrtc.connection import SmallWebRTCConnection
 from pipecat.workers.runner import WorkerRunner
 
-from tests.voice.support import loopback_ice
+from benchmarks.voice_peer import loopback_only
 from voice.double_talk import FarEnd
 from voice.echo_reference import EchoReferenceTransport
 from voice.webrtc_send import PacedAudioTrack
@@ -74,7 +74,7 @@ async def test_frames_do_not_leave_faster_than_real_time():
 async def test_a_connected_session_sends_through_the_paced_track():
     """A real aiortc peer connects to Annie's transport: the server's audio sender carries a
     :class:`PacedAudioTrack`, and audio queued in the pipeline reaches the peer."""
-    loopback_ice()
+    loopback_only()
     client = RTCPeerConnection()
     heard: list[float] = []
 
