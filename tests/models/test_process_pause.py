@@ -22,11 +22,14 @@ from tests.conftest import until
 @pytest.fixture
 def counter(tmp_path):
     """A child that writes a growing count to a file, 100 times a second, and exits with 3
-    on SIGTERM (it handles it, as llama-server does for its graceful stop)."""
+    on SIGTERM (it handles it, as llama-server does for its graceful stop).
+
+    The handler leaves with ``os._exit``: a SystemExit raised while the file object of the
+    line before is being finalized would be reported as ignored, and the child would count on."""
     out = tmp_path / "count"
     # Written whole and renamed into place: a stop between truncating and writing the file
     # would otherwise leave it empty for as long as the child is held.
-    code = ("import os, signal, sys, time\nsignal.signal(signal.SIGTERM, lambda *_: sys.exit(3))\n"
+    code = ("import os, signal, sys, time\nsignal.signal(signal.SIGTERM, lambda *_: os._exit(3))\n"
             "n = 0\nwhile True:\n    n += 1\n"
             "    open(sys.argv[1] + '.new', 'w').write(str(n))\n    os.replace(sys.argv[1] + '.new', sys.argv[1])\n"
             "    time.sleep(0.01)\n")
