@@ -433,6 +433,17 @@ class SessionEnds(logging.Handler):
             self.lines.append(message)
 
 
+# How long the connected, silent session's CPU is measured before the first turn.
+IDLE_WINDOW_S = 5.0
+
+
+async def process_cores(window_s: float) -> float:
+    """Cores this process used on average over the next ``window_s`` seconds."""
+    start_cpu, start = time.process_time(), time.monotonic()
+    await asyncio.sleep(window_s)
+    return (time.process_time() - start_cpu) / (time.monotonic() - start)
+
+
 async def run(service: VoiceService, observer: StageObserver, turns: int, barges: int, chats: int,
               peer_in_process: bool = False) -> dict:
     import uvicorn
@@ -468,7 +479,8 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
     base_url = f"http://127.0.0.1:{port}"
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
         await peer.connect(base_url)
-        await asyncio.sleep(3)
+        await asyncio.sleep(1)
+        idle_cores = await process_cores(IDLE_WINDOW_S)
         results = await voice_turns(peer, observer, [(q, a[0]) for q, a in zip(questions, audio, strict=True)])
         barge = await barge_ins(peer, observer, barges, long_asks, stop_pcm) if barges else []
         await peer.close()
@@ -488,6 +500,9 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
     return {
         "peer": "in the server's process" if peer_in_process else "a process of its own",
         "turns": len(results), "measured_turns": len(done),
+        # CPU of Annie's process (all its threads) while a session is connected and nobody
+        # speaks: the steady frame work that shares the cores with every turn.
+        "session_idle_cores": round(idle_cores, 3),
         "first_turn_total_s": results[0]["total_s"] if results else None,
         "pipeline_ms": {key: pct([r[key] for r in done]) for key in keys},
         "standalone_ms": {key: pct([r[key] for r in alone]) for key in

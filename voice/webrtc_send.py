@@ -12,6 +12,12 @@ Measured in a connected, silent session (voice server and an aiortc peer in one 
 main thread. On two cores that steady work is paid for by the LLM server too, whose
 threads wait for each other at every step (see :mod:`models.settings`).
 
+At a rate Opus takes as it is (Kokoro's 24 kHz), :class:`OpusPacedTrack` goes further and
+hands aiortc Opus packets it encodes itself (:mod:`voice.opus_encode`): no per-frame audio
+level in Python, resampling or thread hop, and settled silence is one stored packet. A
+connected, silent session, Annie's process with the client in its own (5 s windows, one
+run each): 0.216 -> 0.142 cores.
+
 The track is swapped in when the client connects, before the transport hears of the
 connection, so nothing has been written to pipecat's own track yet.
 """
@@ -28,6 +34,8 @@ from typing import Any
 import av
 import numpy as np
 from aiortc import MediaStreamTrack
+
+from voice.opus_encode import OPUS_RATES, OpusPackets
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +85,8 @@ class PacedAudioTrack(MediaStreamTrack):
             done.set_result(True)
         return chunk
 
-    async def recv(self) -> av.AudioFrame:
+    async def _paced_chunk(self) -> tuple[int, bytes]:
+        """The next frame's pts and PCM, once it is due."""
         if self._start is None:
             self._start = time.monotonic()
         else:
@@ -85,16 +94,38 @@ class PacedAudioTrack(MediaStreamTrack):
             if wait > 0:
                 await asyncio.sleep(wait)
         chunk = await self._next_chunk()
+        pts = self._sent
+        self._sent += self.frame_samples
+        return pts, chunk
+
+    async def recv(self) -> av.AudioFrame:
+        pts, chunk = await self._paced_chunk()
         frame = av.AudioFrame.from_ndarray(np.frombuffer(chunk, np.int16)[None, :], format="s16", layout="mono")
         frame.sample_rate = self.sample_rate
-        frame.pts = self._sent
+        frame.pts = pts
         frame.time_base = self._time_base
-        self._sent += self.frame_samples
         return frame
 
 
+class OpusPacedTrack(PacedAudioTrack):
+    """A :class:`PacedAudioTrack` that hands aiortc its frames as Opus packets, encoded
+    here (:mod:`voice.opus_encode`); the sample rate must be one Opus takes as it is."""
+
+    def __init__(self, sample_rate: int, auto_silence: bool = True, frame_ms: int = FRAME_MS) -> None:
+        super().__init__(sample_rate, auto_silence=auto_silence, frame_ms=frame_ms)
+        self.opus = OpusPackets(sample_rate, self.frame_samples)
+
+    async def recv(self) -> av.Packet:  # type: ignore[override]
+        while True:
+            pts, chunk = await self._paced_chunk()
+            packet = self.opus.packet(chunk, pts)
+            if packet is not None:
+                return packet
+
+
 def send_paced(client: Any, connection: Any) -> bool:
-    """Give pipecat's SmallWebRTC ``client`` a :class:`PacedAudioTrack` in place of the
+    """Give pipecat's SmallWebRTC ``client`` a :class:`PacedAudioTrack` (an
+    :class:`OpusPacedTrack` where its rate allows) in place of the
     output track it has just made for ``connection``; whether it was swapped (not when
     audio output is off or the client has no track where expected)."""
     params = getattr(client, "_params", None)
@@ -104,7 +135,8 @@ def send_paced(client: Any, connection: Any) -> bool:
         log.warning("the WebRTC client has no output track where expected (pipecat changed?): "
                     "Annie's audio leaves in pipecat's 10 ms frames")
         return False
-    track = PacedAudioTrack(client._out_sample_rate, auto_silence=params.audio_out_auto_silence)
+    paced = OpusPacedTrack if client._out_sample_rate in OPUS_RATES else PacedAudioTrack
+    track = paced(client._out_sample_rate, auto_silence=params.audio_out_auto_silence)
     client._audio_output_track = track
     connection.replace_audio_track(track)
     return True

@@ -6,6 +6,7 @@ import asyncio
 import time
 
 import numpy as np
+import pytest
 from aiortc import RTCPeerConnection, RTCSessionDescription
 from pipecat.frames.frames import OutputAudioRawFrame
 from pipecat.pipeline.pipeline import Pipeline
@@ -17,7 +18,7 @@ from pipecat.workers.runner import WorkerRunner
 from benchmarks.voice_peer import loopback_only
 from voice.double_talk import FarEnd
 from voice.echo_reference import EchoReferenceTransport
-from voice.webrtc_send import PacedAudioTrack
+from voice.webrtc_send import OpusPacedTrack, PacedAudioTrack
 
 RATE = 24000
 FRAME = RATE // 50  # 20 ms
@@ -71,9 +72,12 @@ async def test_frames_do_not_leave_faster_than_real_time():
     assert time.monotonic() - start >= 5 * 0.020 - 0.002  # the first goes at once
 
 
-async def test_a_connected_session_sends_through_the_paced_track():
-    """A real aiortc peer connects to Annie's transport: the server's audio sender carries a
-    :class:`PacedAudioTrack`, and audio queued in the pipeline reaches the peer."""
+@pytest.mark.parametrize(("rate", "paced"), [(RATE, OpusPacedTrack), (22050, PacedAudioTrack)])
+async def test_a_connected_session_sends_through_the_paced_track(rate, paced):
+    """A real aiortc peer connects to Annie's transport: the server's audio sender carries an
+    :class:`OpusPacedTrack` (at a rate Opus does not take, a :class:`PacedAudioTrack` whose
+    frames aiortc encodes), and audio queued in the pipeline reaches the peer, decoded by
+    the peer's own Opus decoder."""
     loopback_only()
     client = RTCPeerConnection()
     heard: list[float] = []
@@ -95,7 +99,7 @@ async def test_a_connected_session_sends_through_the_paced_track():
     transport = EchoReferenceTransport(far_end=FarEnd(), webrtc_connection=connection,
                                        params=TransportParams(audio_in_enabled=True, audio_out_enabled=True))
     worker = PipelineWorker(Pipeline([transport.input(), transport.output()]),
-                            params=PipelineParams(audio_out_sample_rate=RATE), enable_rtvi=False)
+                            params=PipelineParams(audio_out_sample_rate=rate), enable_rtvi=False)
     connected = asyncio.Event()
 
     @transport.event_handler("on_client_connected")
@@ -109,9 +113,9 @@ async def test_a_connected_session_sends_through_the_paced_track():
         await client.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type=answer["type"]))
         await asyncio.wait_for(connected.wait(), 20)
         sender = connection.pc.getTransceivers()[0].sender
-        assert isinstance(sender.track, PacedAudioTrack)
-        tone = (8000 * np.sin(np.arange(RATE // 2) * 2 * np.pi * 440 / RATE)).astype(np.int16)
-        await worker.queue_frame(OutputAudioRawFrame(audio=tone.tobytes(), sample_rate=RATE, num_channels=1))
+        assert type(sender.track) is paced
+        tone = (8000 * np.sin(np.arange(rate // 2) * 2 * np.pi * 440 / rate)).astype(np.int16)
+        await worker.queue_frame(OutputAudioRawFrame(audio=tone.tobytes(), sample_rate=rate, num_channels=1))
         deadline = time.monotonic() + 10
         while len(heard) < 10 and time.monotonic() < deadline:
             await asyncio.sleep(0.05)

@@ -1,0 +1,119 @@
+"""Annie's outgoing audio is encoded to Opus where it is paced: what was queued is what a
+decoder hears, silence costs no encoder call once settled, and the stamps are aiortc's."""
+
+from __future__ import annotations
+
+import fractions
+
+import av
+import numpy as np
+import pytest
+from aiortc.codecs.opus import OpusEncoder
+
+from voice.opus_encode import OpusPackets
+from voice.webrtc_send import OpusPacedTrack
+
+RATE = 24000
+FRAME = RATE // 50  # 20 ms
+
+
+def tone(frames: int, hz: float = 330.0) -> np.ndarray:
+    t = np.arange(frames * FRAME) / RATE
+    return (8000 * np.sin(2 * np.pi * hz * t)).astype(np.int16)
+
+
+def frames_of(audio: np.ndarray) -> list[bytes]:
+    return [audio[i:i + FRAME].tobytes() for i in range(0, len(audio), FRAME)]
+
+
+HEARD_RATE = 48000  # what a listener's Opus decoder plays, whatever the rate encoded
+
+
+def decode(packets: list[av.Packet]) -> np.ndarray:
+    """What a listener's Opus decoder makes of the packets, mono at ``HEARD_RATE``."""
+    decoder = av.CodecContext.create("libopus", "r")
+    decoder.layout = "mono"
+    frames = [frame for packet in packets for frame in decoder.decode(av.Packet(bytes(packet)))]
+    assert {frame.sample_rate for frame in frames} == {HEARD_RATE}
+    return np.concatenate([frame.to_ndarray().reshape(-1) for frame in frames]).astype(np.float32)
+
+
+def rms(x: np.ndarray) -> float:
+    x = x.astype(np.float32)
+    return float(np.sqrt(np.mean(x * x)))
+
+
+def test_a_listener_hears_what_was_encoded():
+    opus = OpusPackets(RATE, FRAME)
+    sound = tone(25)
+    packets = [opus.packet(pcm, i * FRAME) for i, pcm in enumerate(frames_of(sound))]
+    packets += [opus.packet(bytes(FRAME * 2), (25 + i) * FRAME) for i in range(5)]
+    heard = decode(packets)
+    frame = HEARD_RATE // 50
+    assert len(heard) == 30 * frame
+    # The codec's delay is a few milliseconds: compare the steady middle of the tone.
+    middle = heard[5 * frame:20 * frame]
+    assert rms(middle) == pytest.approx(rms(sound), rel=0.15)
+    spectrum = np.abs(np.fft.rfft(middle))
+    assert np.fft.rfftfreq(len(middle), 1 / HEARD_RATE)[spectrum.argmax()] == pytest.approx(330, abs=5)
+    assert rms(heard[-2 * frame:]) < 50  # and then silence
+
+
+def test_settled_silence_is_one_stored_packet_without_the_encoder():
+    opus = OpusPackets(RATE, FRAME)
+    silence = bytes(FRAME * 2)
+    for i, pcm in enumerate(frames_of(tone(3))):
+        opus.packet(pcm, i * FRAME)
+    assert opus.silent_packet is None
+    pts = 3 * FRAME
+    while opus.silent_packet is None:
+        opus.packet(silence, pts)
+        pts += FRAME
+        assert pts < 50 * FRAME, "silence never settled"
+    encoded = opus.encoded
+    packets = [opus.packet(silence, pts + i * FRAME) for i in range(20)]
+    assert opus.encoded == encoded  # no encoder call
+    assert {bytes(p) for p in packets} == {opus.silent_packet}
+    assert len(opus.silent_packet) <= 8
+    assert rms(decode(packets)) < 1
+
+
+def test_after_a_sound_silence_is_encoded_again_until_it_settles():
+    """The encoder goes on from where the listener's decoder is: a sound's tail (held in
+    the codec's look-ahead) is not cut by a stored packet."""
+    opus = OpusPackets(RATE, FRAME)
+    silence = bytes(FRAME * 2)
+    pts = 0
+    for _ in range(10):
+        opus.packet(silence, pts)
+        pts += FRAME
+    assert opus.silent_packet is not None
+    opus.packet(tone(1).tobytes(), pts)
+    assert opus.silent_packet is None
+    encoded = opus.encoded
+    opus.packet(silence, pts + FRAME)
+    assert opus.encoded == encoded + 1
+
+
+def test_packets_carry_the_frames_stamps_and_aiortc_sends_them_on_the_opus_clock():
+    opus = OpusPackets(RATE, FRAME)
+    packets = [opus.packet(pcm, i * FRAME) for i, pcm in enumerate(frames_of(tone(3)) + [bytes(FRAME * 2)] * 5)]
+    assert [p.pts for p in packets] == [i * FRAME for i in range(8)]
+    assert all(p.time_base == fractions.Fraction(1, RATE) for p in packets)
+    stamps = [OpusEncoder().pack(p)[1] for p in packets]
+    assert stamps == [i * 960 for i in range(8)]  # 20 ms steps at 48 kHz, whatever the rate encoded
+
+
+def test_a_rate_opus_does_not_take_is_refused_by_name():
+    with pytest.raises(ValueError, match="22050"):
+        OpusPackets(22050, 441)
+
+
+async def test_the_track_hands_out_paced_packets_of_what_was_queued_then_silence():
+    track = OpusPacedTrack(RATE)
+    track.add_audio_bytes(tone(4).tobytes())
+    packets = [await track.recv() for _ in range(12)]
+    assert all(isinstance(p, av.Packet) for p in packets)
+    assert [p.pts for p in packets] == [i * FRAME for i in range(12)]
+    assert all(len(bytes(p)) > 20 for p in packets[:4])  # sound
+    assert track.opus.silent_packet is not None and bytes(packets[-1]) == track.opus.silent_packet
