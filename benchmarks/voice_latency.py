@@ -434,7 +434,7 @@ class SessionEnds(logging.Handler):
 
 
 # How long the connected, silent session's CPU is measured before the first turn.
-IDLE_WINDOW_S = 5.0
+IDLE_WINDOW_S = 10.0
 
 
 async def process_cores(window_s: float) -> float:

@@ -22,6 +22,8 @@ import av
 
 # The rates Opus encodes without resampling.
 OPUS_RATES = frozenset({8000, 12000, 16000, 24000, 48000})
+# The frame lengths an Opus packet can hold, in milliseconds.
+OPUS_FRAME_MS = (2.5, 5.0, 10.0, 20.0, 40.0, 60.0)
 # Mono speech from a 24 kHz voice: well above what Opus needs for it to sound as made.
 BIT_RATE = 48000
 
@@ -34,6 +36,10 @@ class OpusPackets:
     def __init__(self, sample_rate: int, frame_samples: int, bit_rate: int = BIT_RATE) -> None:
         if sample_rate not in OPUS_RATES:
             raise ValueError(f"Opus encodes {sorted(OPUS_RATES)} Hz, not {sample_rate}")
+        frame_ms = frame_samples * 1000 / sample_rate
+        if frame_ms not in OPUS_FRAME_MS:
+            raise ValueError(f"an Opus packet holds {', '.join(f'{ms:g}' for ms in OPUS_FRAME_MS)} ms of audio, "
+                             f"not {frame_ms:g} ms ({frame_samples} samples at {sample_rate} Hz)")
         self.sample_rate = sample_rate
         self.frame_samples = frame_samples
         self.time_base = fractions.Fraction(1, sample_rate)
@@ -43,7 +49,7 @@ class OpusPackets:
         self._codec.layout = "mono"
         self._codec.sample_rate = sample_rate
         self._codec.time_base = self.time_base
-        self._codec.options = {"application": "voip"}
+        self._codec.options = {"application": "voip", "frame_duration": f"{frame_ms:g}"}
         self._silence_pcm = bytes(frame_samples * 2)
         self._last_silent: bytes | None = None  # the packet the last silent frame became
         # The packet silence settled on: two silent frames in a row encoded the same. Set

@@ -15,8 +15,9 @@ threads wait for each other at every step (see :mod:`models.settings`).
 At a rate Opus takes as it is (Kokoro's 24 kHz), :class:`OpusPacedTrack` goes further and
 hands aiortc Opus packets it encodes itself (:mod:`voice.opus_encode`): no per-frame audio
 level in Python, resampling or thread hop, and settled silence is one stored packet. A
-connected, silent session, Annie's process with the client in its own (5 s windows, one
-run each): 0.216 -> 0.142 cores.
+connected, silent session, Annie's process with the client in its own, four runs each
+alternating: 0.19-0.23 -> 0.14-0.20 cores (0.21 -> 0.17 on average); the voice's latency
+did not move beyond the spread of runs (``benchmarks.voice_latency``).
 
 The track is swapped in when the client connects, before the transport hears of the
 connection, so nothing has been written to pipecat's own track yet.

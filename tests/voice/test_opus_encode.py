@@ -104,9 +104,20 @@ def test_packets_carry_the_frames_stamps_and_aiortc_sends_them_on_the_opus_clock
     assert stamps == [i * 960 for i in range(8)]  # 20 ms steps at 48 kHz, whatever the rate encoded
 
 
-def test_a_rate_opus_does_not_take_is_refused_by_name():
+def test_a_rate_or_frame_length_opus_does_not_take_is_refused_by_name():
     with pytest.raises(ValueError, match="22050"):
         OpusPackets(22050, 441)
+    with pytest.raises(ValueError, match="30 ms"):
+        OpusPackets(RATE, RATE * 30 // 1000)
+
+
+def test_each_frame_length_opus_takes_makes_one_packet_per_frame():
+    for samples in (RATE // 100, RATE // 25):  # 10 and 40 ms
+        opus = OpusPackets(RATE, samples)
+        sound = (8000 * np.sin(np.arange(5 * samples) * 2 * np.pi * 330 / RATE)).astype(np.int16)
+        packets = [opus.packet(sound[i:i + samples].tobytes(), i) for i in range(0, len(sound), samples)]
+        assert all(p is not None for p in packets)
+        assert len(decode(packets)) == 5 * samples * HEARD_RATE // RATE
 
 
 async def test_the_track_hands_out_paced_packets_of_what_was_queued_then_silence():
