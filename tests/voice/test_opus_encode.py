@@ -17,8 +17,9 @@ RATE = 24000
 FRAME = RATE // 50  # 20 ms
 
 
-def tone(frames: int, hz: float = 330.0) -> np.ndarray:
-    t = np.arange(frames * FRAME) / RATE
+def tone(frames: int, frame: int = FRAME, hz: float = 330.0) -> np.ndarray:
+    """``frames`` frames of ``frame`` samples of a steady tone at ``RATE``."""
+    t = np.arange(frames * frame) / RATE
     return (8000 * np.sin(2 * np.pi * hz * t)).astype(np.int16)
 
 
@@ -114,7 +115,7 @@ def test_a_rate_or_frame_length_opus_does_not_take_is_refused_by_name():
 def test_each_frame_length_opus_takes_makes_one_packet_per_frame():
     for samples in (RATE // 100, RATE // 25):  # 10 and 40 ms
         opus = OpusPackets(RATE, samples)
-        sound = (8000 * np.sin(np.arange(5 * samples) * 2 * np.pi * 330 / RATE)).astype(np.int16)
+        sound = tone(5, samples)
         packets = [opus.packet(sound[i:i + samples].tobytes(), i) for i in range(0, len(sound), samples)]
         assert all(p is not None for p in packets)
         assert len(decode(packets)) == 5 * samples * HEARD_RATE // RATE
