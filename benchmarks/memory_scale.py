@@ -31,8 +31,8 @@ from benchmarks.embed_cache import memory_service
 from memory.api import router
 from memory.capture import CapturePayload, CaptureSegment, append_payload
 from memory.db import open_database
-from memory.embedding import embedding_text
 from memory.settings import MemorySettings
+from memory.turn_context import embedding_text
 from memory.vectors.edge import EdgeVectorIndex
 from models.embed import EMBED_DIM, load_embedder, resolve_embed
 from models.settings import ModelSettings, TextEmbedderName

@@ -1,7 +1,9 @@
 """The embed job: segment texts to vectors in the index, idempotently.
 
 Each segment gets a deterministic point id (:func:`memory.store.point_id`), so running
-a job twice writes the same points. The embedding model's name is stored on the
+a job twice writes the same points. A segment that replies to someone else's turn has a
+second vector, the segment read after the last sentence of that turn
+(:mod:`memory.turn_context`); it is made again when that turn changes or is forgotten. The embedding model's name is stored on the
 segment and in each point's payload; segments embedded by another model are embedded
 again, so a model switch is detected and repaired by the next job; at start, every session
 holding such segments is queued (:func:`queue_stale`).
@@ -16,12 +18,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import asyncpg
 
 from memory import jobs
 from memory.jobs import Job
-from memory.store import point_id
+from memory.store import context_point_id, point_id
+from memory.turn_context import NO_CONTEXT, context_digest, context_line, embedding_text, in_context
 from memory.vectors import VectorIndex, VectorPoint
 from memory.worker import PriorityGate
 from models.text_embedding import TextEmbedder
@@ -35,10 +39,54 @@ LEASE_S = jobs.LEASE_S
 PROGRESS_EVERY_S = 30.0
 
 
-def embedding_text(speaker: str, text: str) -> str:
-    """What is embedded: the words with who said them, so "what did Priya say about
-    Lisbon" finds Priya's words even when her name is not in them."""
-    return f"{speaker}: {text}" if speaker else text
+# Each segment of the session with the turn before it, in the order they were said.
+_SEGMENTS = """
+    SELECT * FROM (
+        SELECT session_id, segment_id, user_id, speaker, text, start_s, end_s, ts, embedded_model,
+               embedded_context, lag(speaker) OVER w AS before_speaker, lag(text) OVER w AS before_text
+        FROM segments WHERE session_id = $1
+        WINDOW w AS (ORDER BY start_s, segment_id)) s
+    ORDER BY start_s, segment_id"""
+
+
+@dataclass(frozen=True)
+class _Stale:
+    """A segment to embed: its row and the line its second vector reads it after."""
+
+    row: asyncpg.Record
+    context: str | None
+
+    @property
+    def digest(self) -> str:
+        return context_digest(self.context)
+
+
+def _stale(rows: list[asyncpg.Record], model: str) -> list[_Stale]:
+    """The segments another model (or none) embedded, or whose turn before has changed since
+    (or who said it: a reply to someone else has a second vector, see :mod:`memory.turn_context`)."""
+    out = []
+    for r in rows:
+        item = _Stale(r, context_line(r["before_speaker"], r["before_text"], r["speaker"]))
+        if r["embedded_model"] != model or r["embedded_context"] != item.digest:
+            out.append(item)
+    return out
+
+
+def _points(batch: list[_Stale], vectors: list[list[float]], model: str) -> list[VectorPoint]:
+    """Each segment's vector and, when a turn came before it, its second vector."""
+    points, it = [], iter(vectors)
+    for item in batch:
+        r = item.row
+        payload = {
+            "text": r["text"], "segment_id": r["segment_id"], "session_id": r["session_id"],
+            "speaker": r["speaker"], "start": r["start_s"], "end": r["end_s"],
+            "timestamp": r["ts"].timestamp(), "user_id": r["user_id"], "model": model,
+        }
+        points.append(VectorPoint(id=point_id(r["session_id"], r["segment_id"]), vector=next(it), payload=payload))
+        if item.context is not None:  # a reply: read after what it answers too
+            points.append(VectorPoint(id=context_point_id(r["session_id"], r["segment_id"]), vector=next(it),
+                                      payload={**payload, "context": True}))
+    return points
 
 
 class SegmentEmbedding:
@@ -67,39 +115,33 @@ class SegmentEmbedding:
         embedder = await self._embedder()
         done = 0
         renew = (lambda: jobs.renew(self.pool, job_id, LEASE_S)) if job_id is not None else None
-        while True:
-            if yield_to_live and self.gate is not None:
-                await self.gate.wait_idle(meanwhile=renew, every_s=LEASE_S / 3)
-            rows = await self.pool.fetch(
-                """SELECT session_id, segment_id, user_id, speaker, text, start_s, end_s, ts
-                   FROM segments WHERE session_id = $1 AND embedded_model IS DISTINCT FROM $2
-                   ORDER BY start_s LIMIT $3""",
-                session_id, embedder.name, self.batch,
-            )
-            if not rows:
-                return done
-            vectors = await asyncio.to_thread(embedder.embed, [embedding_text(r["speaker"], r["text"]) for r in rows])
-            points = [
-                VectorPoint(
-                    id=point_id(r["session_id"], r["segment_id"]),
-                    vector=vector,
-                    payload={
-                        "text": r["text"], "segment_id": r["segment_id"], "session_id": r["session_id"],
-                        "speaker": r["speaker"], "start": r["start_s"], "end": r["end_s"],
-                        "timestamp": r["ts"].timestamp(), "user_id": r["user_id"], "model": embedder.name,
-                    },
+        while stale := _stale(await self.pool.fetch(_SEGMENTS, session_id), embedder.name):
+            for start in range(0, len(stale), self.batch):
+                if yield_to_live and self.gate is not None:
+                    await self.gate.wait_idle(meanwhile=renew, every_s=LEASE_S / 3)
+                batch = stale[start: start + self.batch]
+                texts = []
+                for item in batch:
+                    texts.append(embedding_text(item.row["speaker"], item.row["text"]))
+                    if item.context is not None:
+                        texts.append(in_context(item.context, item.row["speaker"], item.row["text"]))
+                vectors = await asyncio.to_thread(embedder.embed, texts)
+                points = _points(batch, vectors, embedder.name)
+                stale_context = [context_point_id(i.row["session_id"], i.row["segment_id"]) for i in batch
+                                 if i.context is None and i.row["embedded_context"] not in (None, NO_CONTEXT)]
+                await self.vectors.upsert(points)
+                if stale_context:  # no longer a reply (the turn before was forgotten, or relabelled)
+                    await self.vectors.delete(stale_context)
+                # Mark only rows whose text is still what was embedded.
+                await self.pool.executemany(
+                    """UPDATE segments SET embedded_model = $3, embedded_context = $5
+                       WHERE session_id = $1 AND segment_id = $2 AND text = $4""",
+                    [(i.row["session_id"], i.row["segment_id"], embedder.name, i.row["text"], i.digest)
+                     for i in batch],
                 )
-                for r, vector in zip(rows, vectors, strict=True)
-            ]
-            await self.vectors.upsert(points)
-            # Mark only rows whose text is still what was embedded.
-            await self.pool.executemany(
-                """UPDATE segments SET embedded_model = $3
-                   WHERE session_id = $1 AND segment_id = $2 AND text = $4""",
-                [(r["session_id"], r["segment_id"], embedder.name, r["text"]) for r in rows],
-            )
-            done += len(rows)
-            self._progress(len(rows), embedder.name)
+                done += len(batch)
+                self._progress(len(batch), embedder.name)
+        return done
 
     def _progress(self, embedded: int, model: str) -> None:
         if self._backlog_done >= self.backlog:
@@ -120,10 +162,11 @@ class SegmentEmbedding:
 
 async def queue_stale(pool: asyncpg.Pool, model: str) -> tuple[int, int]:
     """Queue an embed job for every session holding segments that ``model`` did not embed
-    (another model's, or none yet); returns (sessions, segments)."""
+    (another model's, or none yet) or that have no second vector yet (embedded before
+    segments had one); returns (sessions, segments)."""
     rows = await pool.fetch(
         """SELECT session_id, count(*) AS n FROM segments
-           WHERE embedded_model IS DISTINCT FROM $1 GROUP BY session_id""",
+           WHERE embedded_model IS DISTINCT FROM $1 OR embedded_context IS NULL GROUP BY session_id""",
         model,
     )
     for row in rows:

@@ -39,7 +39,7 @@ from memory.daily import local_day
 from memory.embedding import DELETE_VECTORS, EMBED
 from memory.extraction import EXTRACT
 from memory.names import normalize_name
-from memory.store import point_id
+from memory.store import segment_point_ids
 from memory.tombstones import EntityRef, TimeRange, Tombstone, append_tombstone, mark_applied, read_tombstones
 from memory.vectors import VectorIndex
 
@@ -230,7 +230,7 @@ async def apply_to_database(conn: asyncpg.Connection, user_id: str, tombstone: T
         user_id,
     )
     counts.segments = len(keys)
-    counts.point_ids = [point_id(r["session_id"], r["segment_id"]) for r in keys]
+    counts.point_ids = [i for r in keys for i in segment_point_ids(r["session_id"], r["segment_id"])]
     days = sorted({local_day(r["ts"]) for r in keys})  # reflections are of the owner's local days
     touched_sessions = sorted({r["session_id"] for r in keys} | set(tombstone.sessions))
 
@@ -301,6 +301,9 @@ async def apply_to_database(conn: asyncpg.Connection, user_id: str, tombstone: T
         )
         # What the stages did for a session that is gone (timings, counts: never its words).
         await conn.execute("DELETE FROM events WHERE session_id = ANY($1::text[])", gone_ids)
+    # The turn after a forgotten one was embedded with its last sentence: embedded again.
+    for session_id in sorted({r["session_id"] for r in keys} - set(gone_ids)):
+        await jobs.enqueue(conn, EMBED, session_id, {"session_id": session_id})
     await conn.execute(
         """UPDATE sessions SET segment_count = (SELECT count(*) FROM segments g WHERE g.session_id = sessions.session_id),
                   last_segment_at = (SELECT max(ts) FROM segments g WHERE g.session_id = sessions.session_id),

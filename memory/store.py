@@ -32,6 +32,16 @@ def point_id(session_id: str, segment_id: str) -> str:
     return str(uuid.uuid5(POINT_NAMESPACE, f"{session_id}/{segment_id}"))
 
 
+def context_point_id(session_id: str, segment_id: str) -> str:
+    """The id of a segment's second vector, made with the turn before it (:mod:`memory.turn_context`)."""
+    return str(uuid.uuid5(POINT_NAMESPACE, f"{session_id}/{segment_id}#context"))
+
+
+def segment_point_ids(session_id: str, segment_id: str) -> list[str]:
+    """Every vector index id a segment may have."""
+    return [point_id(session_id, segment_id), context_point_id(session_id, segment_id)]
+
+
 @dataclass
 class ApplyResult:
     upserted: int = 0
@@ -75,7 +85,7 @@ async def _delete_overlapped(
            AND start_s < $4 AND $3 < end_s RETURNING segment_id""",
         session_id, segment.segment_id, segment.start, segment.end,
     )
-    result.deleted_point_ids.extend(point_id(session_id, r["segment_id"]) for r in rows)
+    result.deleted_point_ids.extend(i for r in rows for i in segment_point_ids(session_id, r["segment_id"]))
     return True
 
 
@@ -128,7 +138,7 @@ async def apply_payload(
                AND (start_s + end_s) / 2 BETWEEN $2 AND $3 RETURNING segment_id""",
             payload.session_id, span_start, span_end,
         )
-        result.deleted_point_ids.extend(point_id(payload.session_id, r["segment_id"]) for r in rows)
+        result.deleted_point_ids.extend(i for r in rows for i in segment_point_ids(payload.session_id, r["segment_id"]))
     await conn.execute(
         """UPDATE sessions SET
                segment_count = (SELECT count(*) FROM segments WHERE session_id = $1),

@@ -41,7 +41,7 @@ async def omi_memory(memory_settings, model_settings, pool):  # noqa: F811 - fix
     write(memory_settings.transcripts_dir, payload("omi-maya", MAYA, started=started, device="omi"))
     await service.ingest_session("omi-maya")
     for _ in range(240):
-        if await vectors.count() >= len(MAYA):
+        if await pool.fetchval("SELECT count(*) FROM segments WHERE embedded_context IS NOT NULL") == len(MAYA):
             break
         await _sleep(0.5)
     yield service

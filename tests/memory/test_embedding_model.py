@@ -25,6 +25,8 @@ LINES = [
     ("s2", "user", "The dentist appointment is on Thursday at nine.", 4.0, 7.0),
     ("s3", "Tom", "I'm going to try the new ramen place downtown.", 8.0, 11.0),
 ]
+# each line has its vector, and Tom's reply to the user a second one
+POINTS = len(LINES) + 1
 
 
 def test_the_dimension_and_name_are_known_without_loading(model_settings):
@@ -65,7 +67,7 @@ async def test_a_switch_to_nomic_reembeds_what_minilm_embedded(memory_settings, 
         await second.worker.run_until_idle(300)
         assert "3 of 3 segment(s) done" in caplog.text  # the backlog's progress
         assert set((await _embedded(pool)).values()) == {DOCUMENTS_NAME}
-        assert await vectors.count() == len(LINES)
+        assert await vectors.count() == POINTS
         hits = await second.search(SearchRequest("Which city does my sibling live in now?", limit=1,
                                                  recipe=RecipeName.VECTOR, now=T0))
         assert hits and hits[0].id == "conv-1/s1"
@@ -117,4 +119,4 @@ async def test_an_embed_job_waiting_for_a_long_conversation_keeps_its_lease(gate
         assert await pool.fetchval("SELECT lease_until > now() FROM jobs WHERE id = $1", job.id)
         assert await jobs.reap_stale(pool) == 0
     await asyncio.wait_for(running, 60)
-    assert await service.vectors.count() == len(LINES)
+    assert await service.vectors.count() == POINTS

@@ -16,10 +16,11 @@ import pytest
 from fastapi import Depends
 
 from memory.api_browser import router as browser_router
+from memory.embedding import EMBED
 from memory.forget import ForgetDeps, ForgetKind, ForgetRequest, NothingToForget, forget, preview
 from memory.graph import add_fact, current_facts, upsert_entity
 from memory.service import MemoryService
-from memory.store import point_id
+from memory.store import context_point_id, point_id
 from memory.tombstones import read_tombstones, tombstone_path
 from memory.vectors import VectorFilter
 from memory.vectors.edge import EdgeVectorIndex
@@ -124,6 +125,13 @@ async def test_forget_a_segment_everywhere_and_after_a_rebuild(service, pool):
     assert result.counts.segments == 1 and result.counts.facts == 1
     assert await keys(pool) == before - {"s1/a"}
     assert point_id("s1", "a") not in await point_ids(service)
+    # Sam's reply was also embedded after the forgotten line's words: embedded again, alone.
+    assert context_point_id("s1", "b") in await point_ids(service)
+    assert await pool.fetchval("SELECT count(*) FROM jobs WHERE kind = $1 AND dedup_key = 's1' AND state = 'queued'",
+                               EMBED) == 1
+    assert await service.embedding.embed_session("s1") == 1
+    assert context_point_id("s1", "b") not in await point_ids(service)
+    assert context_point_id("s1", "c") in await point_ids(service)  # still a reply to Sam
     assert [f.fact for f in await current_facts(pool, "default", ids["Maya"])] == []
     assert await pool.fetchval("SELECT count(*) FROM entities WHERE id = $1", ids["Lisbon"]) == 0, \
         "an entity only the forgotten segment spoke of goes too"
@@ -140,7 +148,8 @@ async def test_forget_a_segment_everywhere_and_after_a_rebuild(service, pool):
     assert "applied 1 forget(s)" in out
     assert await keys(pool) == before - {"s1/a"}
     assert point_id("s1", "a") not in await point_ids(service)
-    assert len(await point_ids(service)) == len(before) - 1
+    # a vector for each of the 5 segments left, and a second one for each reply (s1/c, s2/b)
+    assert len(await point_ids(service)) == len(before) - 1 + 2
 
 
 @pytest.mark.timeout(REBUILD_TEST_TIMEOUT_S)

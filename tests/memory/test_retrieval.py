@@ -12,6 +12,7 @@ from memory.retrieval.recipes import DecayConfig, MMRConfig, RecipeName
 from memory.retrieval.rerank import apply_decay, decay_factor, jaccard, mmr, words
 from memory.retrieval.types import Leg, MemoryHit
 from memory.service import SearchRequest
+from memory.store import context_point_id
 from tests.memory.conftest import T0, payload, write
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -117,11 +118,25 @@ async def test_bm25_still_answers_when_the_vector_index_fails(ingested):
 
 
 async def test_embedding_is_idempotent_and_a_model_switch_reembeds(ingested, pool):
-    assert await ingested.vectors.count() == 5
+    assert await ingested.vectors.count() == 9  # five turns, four of them replies with a second vector
     assert await ingested.embedding.embed_session("conv") == 0
     await pool.execute("UPDATE segments SET embedded_model = 'old-model' WHERE segment_id = 't2'")
     assert await ingested.embedding.embed_session("conv") == 1
-    assert await ingested.vectors.count() == 5
+    assert await ingested.vectors.count() == 9
+
+
+async def test_a_reply_is_embedded_again_when_the_turn_before_it_changes(ingested, pool):
+    """t3 was read after t2's words: t2 corrected, both are embedded again; t2 said by the
+    same speaker as t3, t3 is no reply and loses its second vector."""
+    await pool.execute("UPDATE segments SET text = 'I started training for the Boston marathon.', "
+                       "embedded_model = NULL WHERE segment_id = 't2'")
+    assert await ingested.embedding.embed_session("conv") == 2
+    assert await ingested.embedding.embed_session("conv") == 0
+    await pool.execute("UPDATE segments SET speaker = 'Me' WHERE segment_id = 't2'")
+    assert await ingested.embedding.embed_session("conv") == 2  # t2 (its speaker's reply no more) and t3
+    assert await ingested.vectors.count() == 7
+    hits = await ingested.vectors.search([0.1] * ingested.vectors.dim, 20)
+    assert context_point_id("conv", "t3") not in {h.id for h in hits}
 
 
 async def test_briefing_lists_recent_memories(ingested):
