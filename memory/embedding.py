@@ -3,10 +3,11 @@
 Each segment gets a deterministic point id (:func:`memory.store.point_id`), so running
 a job twice writes the same points. A segment that replies to someone else's turn has a
 second vector, the segment read after the last sentence of that turn
-(:mod:`memory.turn_context`); it is made again when that turn changes or is forgotten. The embedding model's name is stored on the
-segment and in each point's payload; segments embedded by another model are embedded
-again, so a model switch is detected and repaired by the next job; at start, every session
-holding such segments is queued (:func:`queue_stale`).
+(:mod:`memory.turn_context`); it is made again when that turn changes or is forgotten.
+The embedding model's name is stored on the segment and in each point's payload;
+segments embedded by another model are embedded again, so a model switch is detected and
+repaired by the next job; at start, every session holding such segments is queued
+(:func:`queue_stale`).
 
 A job embeds a few segments at a time (nomic-embed-text takes about half a second for 8 on
 two cores) and waits between them while a live voice or chat turn holds the gate.
@@ -73,7 +74,7 @@ def _stale(rows: list[asyncpg.Record], model: str) -> list[_Stale]:
 
 
 def _points(batch: list[_Stale], vectors: list[list[float]], model: str) -> list[VectorPoint]:
-    """Each segment's vector and, when a turn came before it, its second vector."""
+    """Each segment's vector and, for a reply, its second vector (``vectors`` in that order)."""
     points, it = [], iter(vectors)
     for item in batch:
         r = item.row
