@@ -58,8 +58,11 @@ class SearchRecipe:
     leg_limit: int = 30
     # Reciprocal rank fusion's k: the lower, the more a leg's first few hits count against
     # hits every leg ranks middling. 20 rather than the usual 60: with each reply's second
-    # vector the vector leg alone ranked turns as well as the fusion did at 60 (LoCoMo dev:
-    # turn_all@5 0.629 against 0.608); at 20 the fusion is ahead on every metric.
+    # vector the vector leg alone ranked turns better than the fusion did at 60 (LoCoMo dev:
+    # turn_all@5 0.629 against 0.608, turn_frac@10 0.766 against 0.764). At 20 the fusion
+    # finds more on every metric but MemPalace R@10 (0.960 against 0.961) and is ahead of
+    # each leg on all but turn_all@5 (0.632 against the vector leg's 0.646); 10, 30 and 60
+    # measured too (benchmarks/results/locomo.json).
     rrf_k: int = 20
     decay: DecayConfig | None = DecayConfig()
     mmr: MMRConfig | None = MMRConfig()
