@@ -52,14 +52,22 @@ _SEGMENTS = """
 
 @dataclass(frozen=True)
 class _Stale:
-    """A segment to embed: its row and the line its second vector reads it after."""
+    """A segment to embed: its row, the line its second vector reads it after, and whether
+    its own vector is to be made too (another model's or none: its text changed, or it is
+    new) or only the second one (the turn before it changed)."""
 
     row: asyncpg.Record
     context: str | None
+    own: bool
 
     @property
     def digest(self) -> str:
         return context_digest(self.context)
+
+    def texts(self) -> list[str]:
+        r = self.row
+        return ([embedding_text(r["speaker"], r["text"])] if self.own else []) + (
+            [in_context(self.context, r["speaker"], r["text"])] if self.context is not None else [])
 
 
 def _stale(rows: list[asyncpg.Record], model: str) -> list[_Stale]:
@@ -67,14 +75,16 @@ def _stale(rows: list[asyncpg.Record], model: str) -> list[_Stale]:
     (or who said it: a reply to someone else has a second vector, see :mod:`memory.turn_context`)."""
     out = []
     for r in rows:
-        item = _Stale(r, context_line(r["before_speaker"], r["before_text"], r["speaker"]))
-        if r["embedded_model"] != model or r["embedded_context"] != item.digest:
-            out.append(item)
+        context = context_line(r["before_speaker"], r["before_text"], r["speaker"])
+        own = r["embedded_model"] != model
+        if own or r["embedded_context"] != context_digest(context):
+            out.append(_Stale(r, context, own))
     return out
 
 
 def _points(batch: list[_Stale], vectors: list[list[float]], model: str) -> list[VectorPoint]:
-    """Each segment's vector and, for a reply, its second vector (``vectors`` in that order)."""
+    """The vectors of :meth:`_Stale.texts` (in that order) as points: a segment's own and,
+    for a reply, its second one."""
     points, it = [], iter(vectors)
     for item in batch:
         r = item.row
@@ -83,7 +93,9 @@ def _points(batch: list[_Stale], vectors: list[list[float]], model: str) -> list
             "speaker": r["speaker"], "start": r["start_s"], "end": r["end_s"],
             "timestamp": r["ts"].timestamp(), "user_id": r["user_id"], "model": model,
         }
-        points.append(VectorPoint(id=point_id(r["session_id"], r["segment_id"]), vector=next(it), payload=payload))
+        if item.own:
+            points.append(VectorPoint(id=point_id(r["session_id"], r["segment_id"]), vector=next(it),
+                                      payload=payload))
         if item.context is not None:  # a reply: read after what it answers too
             points.append(VectorPoint(id=context_point_id(r["session_id"], r["segment_id"]), vector=next(it),
                                       payload={**payload, "context": True}))
@@ -121,16 +133,13 @@ class SegmentEmbedding:
                 if yield_to_live and self.gate is not None:
                     await self.gate.wait_idle(meanwhile=renew, every_s=LEASE_S / 3)
                 batch = stale[start: start + self.batch]
-                texts = []
-                for item in batch:
-                    texts.append(embedding_text(item.row["speaker"], item.row["text"]))
-                    if item.context is not None:
-                        texts.append(in_context(item.context, item.row["speaker"], item.row["text"]))
-                vectors = await asyncio.to_thread(embedder.embed, texts)
+                texts = [text for item in batch for text in item.texts()]
+                vectors = await asyncio.to_thread(embedder.embed, texts) if texts else []
                 points = _points(batch, vectors, embedder.name)
                 stale_context = [context_point_id(i.row["session_id"], i.row["segment_id"]) for i in batch
                                  if i.context is None and i.row["embedded_context"] not in (None, NO_CONTEXT)]
-                await self.vectors.upsert(points)
+                if points:
+                    await self.vectors.upsert(points)
                 if stale_context:  # no longer a reply (the turn before was forgotten, or relabelled)
                     await self.vectors.delete(stale_context)
                 # Mark only rows whose text is still what was embedded.
