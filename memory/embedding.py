@@ -122,7 +122,8 @@ class SegmentEmbedding:
         self._reported_at = 0.0
 
     async def embed_session(self, session_id: str, *, yield_to_live: bool = False, job_id: int | None = None) -> int:
-        """Embed every segment of the session not yet embedded by the current model; with
+        """Embed every segment of the session not yet embedded by the current model, and make
+        again each reply's second vector whose turn before has changed since; with
         ``yield_to_live``, wait before each batch while a live turn holds the gate, renewing
         the lease of the job ``job_id`` meanwhile (a voice session can outlast it)."""
         embedder = await self._embedder()
