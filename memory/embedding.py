@@ -42,11 +42,10 @@ PROGRESS_EVERY_S = 30.0
 
 # Each segment of the session with the turn before it, in the order they were said.
 _SEGMENTS = """
-    SELECT * FROM (
-        SELECT session_id, segment_id, user_id, speaker, text, start_s, end_s, ts, embedded_model,
-               embedded_context, lag(speaker) OVER w AS before_speaker, lag(text) OVER w AS before_text
-        FROM segments WHERE session_id = $1
-        WINDOW w AS (ORDER BY start_s, segment_id)) s
+    SELECT session_id, segment_id, user_id, speaker, text, start_s, end_s, ts, embedded_model,
+           embedded_context, lag(speaker) OVER w AS before_speaker, lag(text) OVER w AS before_text
+    FROM segments WHERE session_id = $1
+    WINDOW w AS (ORDER BY start_s, segment_id)
     ORDER BY start_s, segment_id"""
 
 
@@ -58,11 +57,8 @@ class _Stale:
 
     row: asyncpg.Record
     context: str | None
+    digest: str  # of ``context``, stored with the segment once embedded
     own: bool
-
-    @property
-    def digest(self) -> str:
-        return context_digest(self.context)
 
     def texts(self) -> list[str]:
         r = self.row
@@ -76,9 +72,9 @@ def _stale(rows: list[asyncpg.Record], model: str) -> list[_Stale]:
     out = []
     for r in rows:
         context = context_line(r["before_speaker"], r["before_text"], r["speaker"])
-        own = r["embedded_model"] != model
-        if own or r["embedded_context"] != context_digest(context):
-            out.append(_Stale(r, context, own))
+        digest, own = context_digest(context), r["embedded_model"] != model
+        if own or r["embedded_context"] != digest:
+            out.append(_Stale(r, context, digest, own))
     return out
 
 

@@ -126,17 +126,23 @@ async def test_embedding_is_idempotent_and_a_model_switch_reembeds(ingested, poo
     assert await ingested.vectors.count() == 9
 
 
+async def embedded_texts(service, monkeypatch) -> list[str]:
+    """Every text the service's embedding model is given from now on, in order."""
+    embedder = await service.embedding._embedder()
+    texts: list[str] = []
+    embed = embedder.embed
+    monkeypatch.setattr(embedder, "embed", lambda batch, *a, **k: texts.extend(batch) or embed(batch, *a, **k))
+    return texts
+
+
 async def test_a_memory_from_before_second_vectors_gets_them_in_the_background(ingested, pool, monkeypatch):
     """Segments embedded before replies had a second vector (no digest): queued at start,
     and only the replies' second vectors are made; nothing is embedded twice."""
     await ingested.vectors.delete([context_point_id("conv", f"t{i}") for i in range(2, 6)])
     await pool.execute("UPDATE segments SET embedded_context = NULL")
     assert await ingested.vectors.count() == 5
-    embedder = await ingested.embedding._embedder()
-    texts: list[str] = []
-    embed = embedder.embed
-    monkeypatch.setattr(embedder, "embed", lambda batch, *a, **k: texts.extend(batch) or embed(batch, *a, **k))
-    assert await queue_stale(pool, embedder.name) == (1, 5)  # as at start
+    texts = await embedded_texts(ingested, monkeypatch)
+    assert await queue_stale(pool, (await ingested.embedding._embedder()).name) == (1, 5)  # as at start
     await ingested.worker.run_until_idle(120)
     assert len(texts) == 4 and all("\n" in t for t in texts)  # the four replies' second vectors only
     assert await ingested.vectors.count() == 9
@@ -146,10 +152,7 @@ async def test_a_reply_is_embedded_again_when_the_turn_before_it_changes(ingeste
     """t3 was read after t2's words: t2 corrected, t2 is embedded again and t3's second vector
     (its own words did not change); t2 said by the same speaker as t3, t3 is no reply and
     loses its second vector."""
-    embedder = await ingested.embedding._embedder()
-    texts: list[str] = []
-    embed = embedder.embed
-    monkeypatch.setattr(embedder, "embed", lambda batch, *a, **k: texts.extend(batch) or embed(batch, *a, **k))
+    texts = await embedded_texts(ingested, monkeypatch)
     await pool.execute("UPDATE segments SET text = 'I started training for the Boston marathon.', "
                        "embedded_model = NULL WHERE segment_id = 't2'")
     assert await ingested.embedding.embed_session("conv") == 2
