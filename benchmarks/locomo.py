@@ -22,8 +22,9 @@ chosen session counted as redundant), bm25 and vector as configured (bounded rec
 relative to ``now``, time read from the question), and variants of hybrid that each take
 one part away: ``_no_decay`` (no recency at all), ``_plain_decay`` (recency as a plain
 multiplier ``2^(-age/30 d)``, the former default), ``_no_time`` (dates and relative times
-in the question not read) and ``_no_spread`` (a second hit from an already chosen session
-not counted as redundant); and two that add a part the default leaves out:
+in the question not read), ``_no_spread`` (a second hit from an already chosen session
+not counted as redundant) and ``_ranks_only`` (fusion by ranks alone, the legs' own scores
+not read, with the spread it had then); and two that add a part the default leaves out:
 ``_with_sessions`` (the session leg: whole sessions ranked by what they are about, one turn
 each) and ``_with_neighbours`` (the turns next to a hit lifted toward it). After ingesting, the
 segments table is analysed, as autovacuum does on a live database, so BM25 has its word
@@ -87,6 +88,7 @@ ABLATIONS = {  # variants of the default recipe, each without one part (or with 
     "_plain_decay": {"decay": DecayConfig(weight=1.0)},
     "_no_time": {"time_aware": False},
     "_no_spread": {"mmr": MMRConfig()},
+    "_ranks_only": {"score_weight": 0.0, "mmr": MMRConfig(same_session=0.2)},  # the fusion before
     # parts the default leaves out
     "_with_sessions": {"legs": (*RECIPES[RecipeName.HYBRID].legs, Leg.SESSION)},
     "_with_neighbours": {"context": ContextConfig(neighbours=0.3)},

@@ -24,8 +24,8 @@ class DecayConfig:
     evergreen_floor: float = 0.3
     evergreen_types: frozenset[str] = EVERGREEN_TYPES
     # The share of a hit's score that recency decides (1.0 = a plain multiplier). Kept below
-    # the gap between adjacent ranks in fusion (1/21 vs 1/22 = 4.5 % at the top, 1/50 vs
-    # 1/51 = 2 % at a leg's 30th), so age reorders only hits the legs rank as near-equal.
+    # the gap between adjacent ranks in fusion (at least 1/21 vs 1/22 = 4.5 % at the top,
+    # 1/50 vs 1/51 = 2 % at a leg's 30th), so age reorders only hits the legs rank as near-equal.
     weight: float = 0.015
     recent_weight: float = 0.7  # the same, when the question asks for recent things
 
@@ -58,12 +58,18 @@ class SearchRecipe:
     leg_limit: int = 30
     # Reciprocal rank fusion's k: the lower, the more a leg's first few hits count against
     # hits every leg ranks middling. 20 rather than the usual 60: with each reply's second
-    # vector the vector leg alone ranked turns better than the fusion did at 60 (LoCoMo dev:
-    # turn_all@5 0.629 against 0.608, turn_frac@10 0.766 against 0.764). At 20 the fusion
-    # finds more on every metric but MemPalace R@10 (0.960 against 0.961) and is ahead of
-    # each leg on all but turn_all@5 (0.632 against the vector leg's 0.646); 10, 30 and 60
+    # vector the vector leg alone ranked turns better than plain RRF did at 60 (LoCoMo dev:
+    # turn_all@5 0.629 against 0.608, turn_frac@10 0.766 against 0.764). At 20 plain RRF
+    # found more on every metric but MemPalace R@10 (0.960 against 0.961); 10, 30 and 60
     # measured too (benchmarks/results/locomo.json).
     rrf_k: int = 20
+    # How much a hit's own score counts beside its rank in fusion (``fusion.rrf``): with 1, a
+    # leg's best hit weighs up to twice a hit its leg scored lowest at the same rank. LoCoMo
+    # dev, against ranks alone (0), with nomic-embed-text / all-MiniLM-L6-v2: turn_all@5
+    # 0.632 -> 0.656 / 0.584 -> 0.601 (ranks alone trailed the vector leg, 0.646, with
+    # nomic), MemPalace R@10 and turn_frac@10 up with both, session_all@10 0.897 -> 0.895 /
+    # 0.863 -> 0.873. 2 helped nomic a little more and MiniLM less; 3 and 5 no more.
+    score_weight: float = 1.0
     decay: DecayConfig | None = DecayConfig()
     mmr: MMRConfig | None = MMRConfig()
     leg_weights: tuple[tuple[Leg, float], ...] = ()  # a leg not listed weighs 1.0
@@ -100,7 +106,10 @@ GRAPH_WEIGHT = 0.5
 # hit (``ContextConfig``), once bounded so that it cannot crowd out other conversations,
 # no longer added any. The ``search_memory`` tool still shows a question hit with the
 # turn that answered it (``context``).
-_SPREAD = {"mmr": MMRConfig(same_session=0.2)}
+# 0.3 rather than 0.2 since fusion reads the legs' scores (``score_weight``): the wider
+# score gaps between a session's best hit and the rest had narrowed the spread (LoCoMo dev,
+# nomic-embed-text: session_all@10 0.888 at 0.2, 0.895 at 0.3, 0.897 for plain RRF at 0.2).
+_SPREAD = {"mmr": MMRConfig(same_session=0.3)}
 
 RECIPES: dict[RecipeName, SearchRecipe] = {
     RecipeName.HYBRID: SearchRecipe("hybrid", (Leg.BM25, Leg.VECTOR, Leg.GRAPH),

@@ -1,5 +1,6 @@
-"""Run a recipe: legs concurrently, weighted RRF, the turns next to strong hits, bounded
-temporal decay, MMR (a second hit from one session counts as partly redundant).
+"""Run a recipe: legs concurrently, weighted RRF (reading the legs' scores too), the turns
+next to strong hits, bounded temporal decay, MMR (a second hit from one session counts as
+partly redundant).
 
 The keyword and session legs come from one query when a recipe has both
 (:func:`memory.retrieval.bm25.keyword_legs`).
@@ -182,7 +183,7 @@ async def _search(deps: SearchDeps, query: str, recipe: SearchRecipe, filters: S
             log.warning("search: the %s leg failed (%s: %s); using the others", leg, type(result).__name__, result)
             continue
         ranked.append((leg, result, weight))
-    hits = rrf(ranked, recipe.rrf_k)
+    hits = rrf(ranked, recipe.rrf_k, recipe.score_weight)
     if recipe.context is not None:
         hits = await add_neighbours(deps.pool, hits, filters, recipe.context)
     if recipe.decay is not None:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory.embedding import queue_stale
 from memory.retrieval.bm25 import NAME_BOOST, weighted_words
@@ -33,6 +36,32 @@ def test_rrf_arithmetic():
     assert [h.id for h in fused] == ["b", "a", "c"]
     assert fused[0].legs[Leg.BM25].rank == 2 and fused[0].legs[Leg.VECTOR].rank == 1
     assert c.id == "c"
+
+
+def test_rrf_reads_each_legs_score_gaps():
+    def lists():  # BM25 is sure of x; the vector leg barely prefers y to x
+        return {Leg.BM25: [hit("x", score=9.0), hit("y", score=1.0), hit("z", score=0.5)],
+                Leg.VECTOR: [hit("y", score=0.80), hit("x", score=0.79), hit("z", score=0.30)]}
+
+    plain = {h.id: h.score for h in rrf(lists(), k=60)}
+    assert plain["x"] == pytest.approx(plain["y"])  # ranks alone: a tie
+    fused = rrf(lists(), k=60, score_weight=1.0)
+    scores = {h.id: h.score for h in fused}
+    assert scores["x"] == pytest.approx(2 / 61 + (1 + 0.49 / 0.5) / 62)
+    assert scores["y"] == pytest.approx((1 + 0.5 / 8.5) / 62 + 2 / 61)
+    assert scores["z"] == pytest.approx(1 / 63 + 1 / 63)  # each list's lowest: its rank's share
+    assert [h.id for h in fused] == ["x", "y", "z"]
+    assert fused[0].legs[Leg.BM25].score == 9.0 and fused[0].legs[Leg.VECTOR].rank == 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(min_value=-10, max_value=10, allow_nan=False), min_size=1, max_size=30),
+       st.floats(min_value=0, max_value=5))
+def test_rrf_keeps_the_order_of_a_single_list(scores, weight):
+    ranked = [hit(f"h{i}", score=s) for i, s in enumerate(sorted(scores, reverse=True))]
+    fused = rrf({Leg.VECTOR: ranked}, k=20, score_weight=weight)
+    assert [h.id for h in fused] == [h.id for h in ranked]
+    assert all(a.score > b.score for a, b in pairwise(fused))
 
 
 def test_decay_halves_every_30_days_with_an_evergreen_floor():
