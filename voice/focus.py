@@ -7,9 +7,12 @@ question asks about are checked in :mod:`voice.grounding`; this module checks th
 of what it asks about, its *focus*, with a few general rules:
 
 1. Words. The question's words lose function words, question words, auxiliaries, light
-   verbs ("go", "get", "say", "tell"), particles ("back", "still"), time words and a few
-   generic nouns ("name", "thing", "time"): they say how something is asked, not what.
-   Names are left to :mod:`voice.grounding`.
+   verbs ("go", "get", "say", "tell"), particles ("back", "still"), time words, a few
+   generic nouns ("name", "thing", "time") and the words that pick one of several
+   ("recently", "latest", "third", "another", "favorite": the line that answers seldom
+   repeats them: "I joined a church" for "Why did she join a church recently?", "my go-to
+   is contemporary" for "What is her favorite style?"): they say how something is asked,
+   not what. Names are left to :mod:`voice.grounding`.
 2. Noun phrases are required. A content word that follows a determiner or possessive
    ("the budget", "my haircut appointment", "his ladder", "which restaurant", "Tom's
    birthday") or a preposition ("on holiday", "about my knee") names a thing the answer
@@ -68,6 +71,13 @@ name names thing things stuff time times kind sort way lot bit
 today tonight tomorrow yesterday morning afternoon evening night day days week weeks weekend month months year years
 monday tuesday wednesday thursday friday saturday sunday january february march april may june july august
 september october november december annie hey hi ok okay oh well like ca wo sha
+""".split())
+# Words that pick one of several things ("my favorite restaurant", "a third turtle", "the
+# church she joined recently"): skipped, the phrase goes on ("favorite restaurant" needs
+# "restaurant").
+_QUALIFIERS = frozenset("""
+recent recently lately latest current currently nowadays upcoming second third fourth fifth another
+favorite favourite fave
 """.split())
 _AUXILIARIES = frozenset("do does did will would can could should shall".split())
 # "What event", "which musicians", "what kind of pot": the noun after a question word is the
@@ -212,6 +222,8 @@ def focus(question: str, names: list[str]) -> Focus:
                 phrases.append(current)
                 if aux_at >= 0 and low in _DETERMINERS and _opens_subject(lowered, aux_at, i, named):
                     subjects.append(current)
+                continue
+            if base in _QUALIFIERS:
                 continue
             if base in _STOP or base in named or possessive:
                 current = None

@@ -38,6 +38,18 @@ def test_the_frame_of_a_question_is_not_its_focus():
     assert gap("Tell me one thing you remember about me.", "- you said: I like tea.") is None
 
 
+def test_which_one_is_meant_is_not_what_is_asked_about():
+    church = "2023-05-06 Maria said: Just yesterday I joined a nearby church to feel closer to a community."
+    assert gap("Why did Maria join a nearby church recently?", church) is None
+    assert gap("What is Gina's favorite style of dance?", "- Gina said: Contemporary dance is my go-to style.") is None
+    assert gap("Why did Nate get a third turtle?", "- Nate said: I got another turtle, they keep me calm.") is None
+    # the thing itself is still required: the test can fail
+    assert gap("Why did Maria join a nearby gym recently?", church) == (
+        "I don't have anything about a nearby gym in my memory.")
+    assert gap("What is my favorite restaurant?", "- you said: My favorite band is Low.") == (
+        "I don't have anything about your restaurant in my memory.")
+
+
 def test_a_noun_phrase_memory_does_not_hold_is_not_answered():
     dentist = "2026-03-02 you said: My dentist appointment is on the 14th at 9 am."
     assert gap("When is my haircut appointment?", dentist) == (
