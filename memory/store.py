@@ -102,6 +102,7 @@ async def _upsert_segment(
                stt_engine = EXCLUDED.stt_engine, emotion = EXCLUDED.emotion,
                is_sweep = EXCLUDED.is_sweep, pinned = EXCLUDED.pinned,
                embedded_model = CASE WHEN segments.text = EXCLUDED.text
+                                          AND segments.speaker IS NOT DISTINCT FROM EXCLUDED.speaker
                                      THEN segments.embedded_model END,
                updated_at = now()
            WHERE NOT segments.pinned OR EXCLUDED.pinned""",

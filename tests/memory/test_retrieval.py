@@ -196,6 +196,22 @@ async def test_a_reply_is_embedded_again_when_the_turn_before_it_changes(ingeste
     assert context_point_id("conv", "t3") not in {h.id for h in hits}
 
 
+async def test_a_relabelled_speaker_is_embedded_again_with_the_new_name(ingested, monkeypatch):
+    """A speaker corrected (the segment rewritten pinned in its capture file, as feedback
+    does): the turn's own vector holds who said it, so it is made again with the new name,
+    and so is the second vector of the reply read after it."""
+    texts = await embedded_texts(ingested, monkeypatch)
+    write(ingested.settings.transcripts_dir,
+          payload("conv", [("t2", "Tom", "I started training for the Berlin marathon.", 3, 6, True)]))
+    await ingested.ingest_session("conv")
+    await ingested.worker.run_until_idle(120)
+    assert texts == ["Tom: I started training for the Berlin marathon.",
+                     "Me: My sister Priya lives in Lisbon now.\nTom: I started training for the Berlin marathon.",
+                     "Tom: I started training for the Berlin marathon.\nMe: The dentist appointment is on Thursday."]
+    hits = await ingested.search(SearchRequest(query="Who is training for a marathon?", now=T0, recipe=RecipeName.VECTOR))
+    assert hits[0].id == "conv/t2" and hits[0].speaker == "Tom"
+
+
 async def test_briefing_lists_recent_memories(ingested):
     text = await ingested.briefing(now=T0 + timedelta(hours=2))
     assert text.startswith("<memory>") and text.endswith("</memory>")
