@@ -75,6 +75,9 @@ class ClockedMemory:
     async def recall_entity(self, name: str) -> str:
         return await self.service.recall_entity(name, now=self.now)
 
+    async def known_names(self, limit: int) -> list[str]:
+        return await self.service.known_names(limit)
+
     async def daily_summary(self, day: str) -> str:
         return await self.service.daily_summary(day)
 
@@ -95,6 +98,9 @@ class EvidenceMemory:
 
     async def remember(self, fact: str) -> str:
         return await self.base.remember(fact)
+
+    async def known_names(self, limit: int) -> list[str]:
+        return await self.base.known_names(limit)
 
     async def recall_entity(self, name: str) -> str:
         return self.lines

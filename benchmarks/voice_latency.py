@@ -57,9 +57,11 @@ from pipecat.transports.base_output import BaseOutputTransport
 from benchmarks.common import percentiles, write_result
 from benchmarks.voice_peer import RATE, Peer, PeerProcess, loopback_only
 from memory.db import open_database
+from memory.extraction import EXTRACT
 from memory.service import MemoryService
 from memory.settings import MemorySettings
 from memory.vectors.open import open_vector_index
+from models.llm_client import LLMClient
 from models.settings import ModelSettings
 from models.text_embedding import text_embedding_dim
 from voice.agent import Agent, TextDelta, TurnDone
@@ -119,24 +121,44 @@ LONG_REPLIES = (
 
 
 @contextlib.asynccontextmanager
-async def planted_memory(data_dir: Path, model_settings: ModelSettings) -> AsyncIterator[MemoryService]:
-    """A real memory (embedded PostgreSQL, the in-process vector index) holding PLANTED."""
+async def planted_memory(data_dir: Path, model_settings: ModelSettings,
+                         llm: LLMClient | None = None) -> AsyncIterator[MemoryService]:
+    """A real memory (embedded PostgreSQL, the in-process vector index) holding PLANTED.
+    With ``llm``, memory also reads PLANTED into its graph first (the people and facts in
+    it, as the app does after a ``remember``), and then works without the LLM during the
+    run, as before."""
     settings = MemorySettings(data_dir=data_dir, database_url=None, qdrant_url=None)
     db = await open_database(settings, durable_init=False)
     vectors = await open_vector_index(settings, text_embedding_dim(model_settings))
     memory = MemoryService(settings, model_settings, db.pool, vectors)
     await memory.start()
     try:
+        memory.set_llm(llm)
         for fact in PLANTED:
             await memory.remember(fact)
         deadline = time.monotonic() + 120
         while (await vectors.count()) < len(PLANTED) and time.monotonic() < deadline:
             await asyncio.sleep(0.5)
+        if llm is not None:
+            await extracted(memory, deadline=time.monotonic() + 900)
+            memory.set_llm(None)
         yield memory
     finally:
         await memory.close()
         await vectors.close()
         await db.close()
+
+
+async def extracted(memory: MemoryService, deadline: float) -> None:
+    """Wait for the extraction of what was planted (printing its progress)."""
+    while time.monotonic() < deadline:
+        left = await memory.pool.fetchval(
+            "SELECT count(*) FROM jobs WHERE kind = $1 AND state IN ('queued', 'running')", EXTRACT)
+        if not left:
+            break
+        print(f"[planting] {left} extraction job(s) left", flush=True)
+        await asyncio.sleep(2.0)
+    print(f"[planting] memory knows {await memory.known_names(30)}", flush=True)
 
 
 class StageObserver(BaseObserver):
@@ -161,6 +183,7 @@ class StageObserver(BaseObserver):
             self._turn = {"vad_stop": now}
         elif isinstance(frame, TranscriptionFrame) and "stt" not in self._turn and self._turn:
             self._turn["stt"] = now
+            self._turn["heard"] = frame.text.strip()  # type: ignore[assignment]
             if (early := getattr(data.source, "early", None)) is not None:
                 # Whether this transcript was the one Whisper started in the closing pause.
                 used = self._early_used.get(id(data.source), 0)
@@ -265,6 +288,7 @@ async def voice_turns(peer: Peer | PeerProcess, observer: StageObserver, turns: 
                                  "transcript_to_llm_s": round(stage["context"] - stage["stt"], 3),
                                  "audio_to_client_s": round(first - stage["tts"], 3)}
             row["early_stt"] = bool(stage.get("early_stt"))
+            row["heard"] = stage.get("heard", "")  # what Whisper made of the question
             row["chunks"] = list(stage.get("chunks", []))
         if isinstance(agent := stage.get("agent"), dict):
             # Inside "LLM to first chunk": routing, the first reply token, and how much prompt
@@ -366,12 +390,14 @@ async def standalone(service: VoiceService, turns: list[tuple[str, np.ndarray]])
     settings = service.settings
     agent = Agent(next(iter(service.backends.values())), service.memory, settings, service.intents)
     system = agent.system_prompt(await service.primer.session_briefing())
+    stt_prompt = await service.stt_prompt()  # as a session reads it
     rows = []
     for question, pcm16 in turns:
         vad = await endpoint_delay(settings, pcm16)
         t0 = time.perf_counter()
         segments, _ = models.whisper.transcribe(pcm16, language="en", beam_size=settings.stt_beam_size,
-                                                without_timestamps=True, condition_on_previous_text=False)
+                                                without_timestamps=True, condition_on_previous_text=False,
+                                                initial_prompt=stt_prompt)
         text = " ".join(s.text for s in segments).strip()
         stt = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -500,6 +526,8 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
     return {
         "peer": "in the server's process" if peer_in_process else "a process of its own",
         "turns": len(results), "measured_turns": len(done),
+        # What Whisper read before each utterance: the people memory knows (voice.heard_names).
+        "stt_prompt": await service.stt_prompt(),
         # CPU of Annie's process (all its threads) while a session is connected and nobody
         # speaks: the steady frame work that shares the cores with every turn.
         "session_idle_cores": round(idle_cores, 3),
@@ -557,7 +585,6 @@ async def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     for name in ("voice", "memory", "models"):
         logging.getLogger(name).setLevel(logging.INFO)
-    from models.llm_client import LLMClient
     from models.llm_runtime import start_llm
 
     model_settings = ModelSettings(llm_base_url=None, ollama_host=None, allow_download=False)  # as in production
@@ -570,7 +597,7 @@ async def main() -> None:
             client = runtime.client
         observer = StageObserver()
         try:
-            async with planted_memory(Path(tmp) / "memory", model_settings) as memory:
+            async with planted_memory(Path(tmp) / "memory", model_settings, client) as memory:
                 settings = VoiceSettings(data_dir=Path(tmp) / "voice", greeting="", tool_routing=ToolRouting(args.routing),
                                          intent_router=not args.no_intent_router)
                 # As the app does: background work waits for live turns, and the managed LLM

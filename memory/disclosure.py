@@ -166,6 +166,10 @@ class CloudMemory:
     async def recall_entity(self, name: str) -> str:
         return await self.memory.recall_entity(name, disclosure=Disclosure.CLOUD)
 
+    async def known_names(self, limit: int) -> list[str]:
+        # For the local speech recognizer; sensitive people are never among them.
+        return await self.memory.known_names(limit)
+
     async def daily_summary(self, day: str) -> str:
         return await self.memory.daily_summary(day, disclosure=Disclosure.CLOUD)
 

@@ -31,6 +31,7 @@ from memory.extraction.prompt import OWNER_LABELS
 from memory.forget import ForgetDeps
 from memory.forget_tools import PendingForget, carry_out, propose_forget_about
 from memory.ingestion import FileIngestor
+from memory.people import known_people
 from memory.query_batch import QueryEmbedder
 from memory.retrieval.context import replies_to_questions
 from memory.retrieval.filters import SearchFilters
@@ -377,6 +378,10 @@ class MemoryService:
                 for s in segments
             ],
         }
+
+    async def known_names(self, limit: int) -> list[str]:
+        """The names of the people in the owner's life, most present first (``memory.people``)."""
+        return await known_people(self.pool, self.settings.user_id, limit)
 
     async def entities(self, entity_type: str | None = None, limit: int = 200) -> list[dict]:
         """Known entities, newest first. The owner's own node ("me", the end of facts such as

@@ -26,6 +26,10 @@ class MemoryPort(Protocol):
         """Store a fact the user asserted; a short confirmation."""
         ...
 
+    async def known_names(self, limit: int) -> list[str]:
+        """Up to ``limit`` names of people the owner knows, most present first (for the STT)."""
+        ...
+
     async def recall_entity(self, name: str) -> str:
         """What is known now about a person, place or thing: one line per fact, with dates."""
         ...

@@ -70,6 +70,7 @@ from voice.mic_arrival import MicArrivals
 from voice.recorder import ConversationRecorder
 from voice.settings import VoiceSettings
 from voice.speech_onset import OnsetKokoro, from_onset
+from voice.stt_repeats import said_once
 from voice.synthesis_priority import Hold, PriorityKokoro
 from voice.textfilter import ToolTextFilter
 from voice.tools import TOOL_NAMES
@@ -121,14 +122,16 @@ class SharedWhisperSTTService(WhisperSTTService):
     A short spoken turn needs neither a wide beam nor timestamps: greedy decoding
     (``beam_size`` 1 by default) of tiny.en takes about half the time of beam 5. With a
     :class:`SessionVAD`, Whisper starts in the pause at the end of a turn
-    (``voice.early_stt``).
+    (``voice.early_stt``). ``initial_prompt``: text Whisper reads before every utterance
+    (the names of the people memory knows, ``voice.heard_names``).
     """
 
     def __init__(self, *, models: VoiceModels, beam_size: int = 1, vad: SessionVAD | None = None,
-                 early_after_frames: int = 0, **kwargs: Any) -> None:
+                 early_after_frames: int = 0, initial_prompt: str | None = None, **kwargs: Any) -> None:
         super().__init__(
             device="cpu",
-            settings=WhisperSTTService.Settings(model=str(models.stt_path), language=Language.EN),
+            settings=WhisperSTTService.Settings(model=str(models.stt_path), language=Language.EN,
+                                                initial_prompt=initial_prompt),
             **kwargs,
         )
         self.early = EarlyDecoding(models.whisper, vad=vad, after_frames=early_after_frames, beam_size=beam_size,
@@ -142,6 +145,12 @@ class SharedWhisperSTTService(WhisperSTTService):
         """The options pipecat's ``run_stt`` passes to the model, so an early run decodes alike."""
         return {"language": assert_given(self._settings.language), "hotwords": assert_given(self._settings.hotwords),
                 "initial_prompt": assert_given(self._settings.initial_prompt)}
+
+    async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame, None]:
+        async for frame in super().run_stt(audio):
+            if isinstance(frame, TranscriptionFrame):
+                frame.text = said_once(frame.text)  # voice.stt_repeats
+            yield frame
 
     async def process_audio_frame(self, frame: InputAudioRawFrame, direction: FrameDirection) -> None:
         await super().process_audio_frame(frame, direction)
@@ -416,16 +425,19 @@ def build_pipeline(
     far_end: FarEnd | None = None,
     mic_arrivals: MicArrivals | None = None,
     synthesis_hold: Hold | None = None,
+    stt_prompt: str | None = None,
 ) -> VoicePipeline:
     """The processors of one voice session; ``transport`` None builds the middle only (tests).
     ``far_end``, fed by the transport with what Annie sends, keeps her echo from the VAD;
     ``mic_arrivals``, fed by the transport too, says when each frame the VAD reads came in;
-    ``synthesis_hold`` is held while Kokoro synthesizes (it pauses the local LLM server)."""
+    ``synthesis_hold`` is held while Kokoro synthesizes (it pauses the local LLM server);
+    ``stt_prompt`` is what Whisper reads before each utterance."""
     double_talk = DoubleTalk(far_end, margin_db=settings.vad_echo_margin_db) if far_end is not None else None
     vad = SessionVAD(start_secs=settings.vad_start_secs, volume_smoothing=settings.vad_volume_smoothing,
                      double_talk=double_talk, arrivals=mic_arrivals)
     stt = SharedWhisperSTTService(models=models, beam_size=settings.stt_beam_size, vad=vad,
-                                  early_after_frames=round(settings.early_stt_after_s / SILERO_FRAME_S))
+                                  early_after_frames=round(settings.early_stt_after_s / SILERO_FRAME_S),
+                                  initial_prompt=stt_prompt)
     turn = EarlyTurnAnalyzer(vad=vad, after_frames=round(settings.early_turn_after_s / SILERO_FRAME_S),
                              smart_turn_model_path=str(models.turn_path))
     context = LLMContext(messages=[{"role": "system", "content": system_prompt}])

@@ -34,6 +34,7 @@ from voice.agent import Agent
 from voice.chat import ChatSessions, new_session_id
 from voice.double_talk import FarEnd
 from voice.echo_reference import EchoReferenceTransport
+from voice.heard_names import session_stt_prompt
 from voice.intent import IntentRouter
 from voice.logs import set_pipecat_log_level
 from voice.memory_port import MemoryPort
@@ -156,6 +157,10 @@ class VoiceService:
             raise VoiceError(400, f"unknown llm_backend {name!r}; available: {', '.join(self.backends)}")
         return name, Agent(client, self.memory, self.settings, self.intents, channel=channel)
 
+    async def stt_prompt(self) -> str | None:
+        """What Whisper reads before each utterance of a session starting now (``voice.heard_names``)."""
+        return await session_stt_prompt(self.memory, self.settings.stt_known_names, self.settings.memory_timeout_s)
+
     def _voice(self, voice: str | None) -> str:
         voice = voice or self.settings.voice
         if self.models is None:
@@ -248,7 +253,8 @@ class VoiceService:
         holds = HoldCount(self.synthesis_hold) if self.synthesis_hold is not None else None
         try:
             _, agent = self.agent(session.backend)
-            system_prompt = agent.system_prompt(await self.primer.session_briefing())
+            briefing, stt_prompt = await asyncio.gather(self.primer.session_briefing(), self.stt_prompt())
+            system_prompt = agent.system_prompt(briefing)
             recorder = ConversationRecorder(self.settings.transcripts_dir, session.id, Device.VOICE,
                                             stt_engine="faster-whisper tiny.en")
             transport = EchoReferenceTransport(
@@ -261,6 +267,7 @@ class VoiceService:
                 system_prompt=system_prompt, voice=session.voice,
                 settings=self.settings, recorder=recorder, far_end=transport.far_end,
                 mic_arrivals=transport.mic_arrivals, synthesis_hold=holds.held if holds is not None else None,
+                stt_prompt=stt_prompt,
             )
             echo_gate = voice_pipeline.echo_gate
             worker = PipelineWorker(

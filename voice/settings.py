@@ -69,6 +69,10 @@ class VoiceSettings(BaseSettings):
     # this (30: Whisper's fixed window). 10 transcribes a question in about a third of the
     # time with the same words; under 10 the decoder starts repeating itself.
     stt_window_s: float = Field(default=10.0, ge=10.0, le=30.0)
+    # The people memory knows (the most mentioned first) that Whisper is told about before
+    # each utterance, so it spells their names instead of hearing common words
+    # (voice.heard_names). 0: none.
+    stt_known_names: int = Field(default=30, ge=0, le=100)
     # Confident speech needed before the VAD says the user started speaking, which also
     # stops a reply in progress (barge-in). pipecat's default is 0.2 s (see voice.vad).
     vad_start_secs: float = Field(default=0.1, ge=0.032, le=1.0)

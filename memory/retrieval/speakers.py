@@ -35,12 +35,18 @@ MAX_SPEAKERS = 500  # beyond this many labels, only the first are matched
 _NAME = re.compile(r"^[^\W\d_][\w'’-]*(?: [^\W\d_][\w'’-]*)*$")
 
 
+def is_name(speaker: str) -> bool:
+    """Whether a speaker label is a person's name: capitalised words of letters (not the
+    owner's label, not "speaker 1" or "SPEAKER_00")."""
+    return speaker != OWNER and bool(_NAME.match(speaker)) and speaker[:1].isupper()
+
+
 def named_in(query: str, speakers: list[str]) -> list[str]:
     """The speakers whose label the query writes as a name: capitalised, whole words
     ("Caroline" in "What did Caroline research?"; not the owner, not "speaker 1")."""
     found = []
     for speaker in speakers:
-        if speaker == OWNER or not _NAME.match(speaker) or not speaker[:1].isupper():
+        if not is_name(speaker):
             continue
         if re.search(r"(?<![\w'’])" + re.escape(speaker) + r"(?!\w)", query):
             found.append(speaker)

@@ -34,7 +34,8 @@ SISTER = "My sister Priya lives in Lisbon, she moved there last spring."
 class FixedMemory:
     """A memory that holds a few fixed items; ``remember`` keeps facts in a list."""
 
-    def __init__(self, texts: list[str] | None = None, delay_s: float = 0.0, search_delay_s: float = 0.0) -> None:
+    def __init__(self, texts: list[str] | None = None, delay_s: float = 0.0, search_delay_s: float = 0.0,
+                 names: list[str] | None = None) -> None:
         now = datetime.now(UTC)
         self.hits = [
             MemoryHit("segment", f"s1/{i}", text, "user", now - timedelta(days=2 + i), "s1")
@@ -44,6 +45,7 @@ class FixedMemory:
         self.search_delay_s = search_delay_s
         self.remembered: list[str] = []
         self.searches: list[str] = []
+        self.names = names or []  # the people it knows
 
     async def briefing(self, *, now: datetime | None = None) -> str:
         await asyncio.sleep(self.delay_s)
@@ -59,6 +61,10 @@ class FixedMemory:
     async def remember(self, fact: str) -> str:
         self.remembered.append(fact)
         return f"Stored: {fact}"
+
+    async def known_names(self, limit: int) -> list[str]:
+        await asyncio.sleep(self.delay_s)
+        return self.names[:limit]
 
     async def recall_entity(self, name: str) -> str:
         found = [h for h in self.hits if name.casefold() in h.text.casefold()]
@@ -84,6 +90,9 @@ class BrokenMemory:
         raise ConnectionError("memory is down")
 
     async def remember(self, fact: str) -> str:
+        raise ConnectionError("memory is down")
+
+    async def known_names(self, limit: int) -> list[str]:
         raise ConnectionError("memory is down")
 
     async def recall_entity(self, name: str) -> str:

@@ -58,9 +58,10 @@ class Transcripts(FrameProcessor):
         await self.push_frame(frame, direction)
 
 
-async def hear(voice_models, audio: np.ndarray, *, early_after_frames: int = 2):
+async def hear(voice_models, audio: np.ndarray, *, early_after_frames: int = 2, initial_prompt: str | None = None):
     vad = SessionVAD(start_secs=0.1, volume_smoothing=PIPECAT_VOLUME_SMOOTHING)
-    stt = SharedWhisperSTTService(models=voice_models, vad=vad, early_after_frames=early_after_frames)
+    stt = SharedWhisperSTTService(models=voice_models, vad=vad, early_after_frames=early_after_frames,
+                                  initial_prompt=initial_prompt)
     transcripts = Transcripts()
     user_agg, _ = LLMContextAggregatorPair(LLMContext(), user_params=LLMUserAggregatorParams(vad_analyzer=vad))
     await run_test(Pipeline([stt, transcripts, user_agg]), frames_to_send=[*paced(audio), SleepFrame(sleep=2.0)],
