@@ -74,7 +74,9 @@ september october november december annie hey hi ok okay oh well like ca wo sha
 """.split())
 # Words that pick one of several things ("my favorite restaurant", "a third turtle", "the
 # church she joined recently"): skipped, the phrase goes on ("favorite restaurant" needs
-# "restaurant").
+# "restaurant"). "first", "last" and "next" stay stop words: they end the phrase, so its
+# noun is only a loose word, which a line may answer without ("What was the last book Tom
+# read?" is answered by "I just finished reading a novel"; skipped, "book" was required).
 _QUALIFIERS = frozenset("""
 recent recently lately latest current currently nowadays upcoming second third fourth fifth another
 favorite favourite fave
