@@ -8,7 +8,7 @@ it spells them as written; the same list as ``hotwords`` changed other words
 ("marrying" -> "Marion"). ``benchmarks.stt_names``, on 144 utterances not used to choose
 this form (four voices): 86 of 104 names heard as spelt instead of 50, no known name
 written where none was said, sentences without names unchanged once a sentence Whisper
-wrote twice is kept once (``voice.stt_repeats``), 16 ms more decoding at p50.
+wrote twice is kept once (``voice.stt_repeats``), 12-16 ms more decoding at p50.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Over its 10 s window (``models.whisper_window``) and with a prompt (``voice.heard_names``),
 tiny.en now and then writes a short utterance twice: "Remind me to water the plants.
 Remind me to water the plants." (9 of 144 Kokoro utterances in ``benchmarks.stt_names``,
-none without the prompt). Said to the agent, the repeat would be stored by a
+none without the prompt, none over Whisper's own 30 s window). Said to the agent, the repeat would be stored by a
 ``remember`` as if the user had said it twice. A sentence that comes again straight after
 itself (the same words, whatever the case and punctuation) is kept once; someone saying
 "Hello? Hello?" loses nothing by it.
