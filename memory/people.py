@@ -3,7 +3,7 @@
 The voice's speech recognizer is given them so that it hears "Ana" rather than "on a"
 (``voice.heard_names``). Two sources: the people memory has learnt about (person entities,
 by how often they were mentioned) and the speakers with a name (a voice the owner named
-through feedback, a chat partner; by how many lines they said). The owner is not among
+through feedback, the speakers of an imported conversation; by how many lines they said). The owner is not among
 them, nor Annie, nor a speaker the diarizer numbered ("SPEAKER_00"); a person marked
 sensitive is left out too, so that a name of theirs is never written into a transcript
 where it was not said.

@@ -30,6 +30,7 @@ MAX_PROMPT_CHARS = 500
 
 
 def usable(name: str) -> bool:
+    """Whether ``name`` reads as a person's name (see ``_NAME``), without digits or underscores."""
     name = name.strip()
     return bool(_NAME.fullmatch(name)) and name[0].isupper() and not any(c.isdigit() or c == "_" for c in name)
 

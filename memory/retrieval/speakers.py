@@ -36,8 +36,8 @@ _NAME = re.compile(r"^[^\W\d_][\w'’-]*(?: [^\W\d_][\w'’-]*)*$")
 
 
 def is_name(speaker: str) -> bool:
-    """Whether a speaker label is a person's name: capitalised words of letters (not the
-    owner's label, not "speaker 1" or "SPEAKER_00")."""
+    """Whether a speaker label is written as a name: capitalised words (not the owner's
+    label, not "speaker 1"; "SPEAKER_00" passes: ``memory.people`` leaves numbered ones out)."""
     return speaker != OWNER and bool(_NAME.match(speaker)) and speaker[:1].isupper()
 
 
