@@ -15,7 +15,7 @@ voice does not use: about three times the decode time).
 Reported, without and with the prompt: the names heard as spelt (of the utterances that
 say one), known names written where nobody said them, word error rate over the sentences
 with names and over those without (numbers written as words or digits count the same),
-sentences Whisper wrote twice (the voice keeps them once, ``voice.stt_repeats``, and so
+sentences Whisper wrote twice (the voice keeps them once, ``models.whisper_repeats``, and so
 does this benchmark before scoring), decode time.
 """
 
@@ -35,9 +35,9 @@ from ingest.metrics import normalize_words, word_error_rate
 from models.settings import ModelSettings
 from models.stt import WhisperSize, load_whisper, resolve_stt
 from models.tts import load_kokoro, resolve_tts_runtime, resolve_tts_voices
-from voice.heard_names import stt_prompt
+from models.whisper_names import stt_prompt
+from models.whisper_repeats import said_once
 from voice.settings import VoiceSettings
-from voice.stt_repeats import said_once
 
 SPEECH = Path(__file__).resolve().parents[2] / "shared" / "data" / "speech"
 VOICES = ("am_michael", "af_heart", "bf_emma", "bm_george")

@@ -60,6 +60,7 @@ from models.stt import WhisperSize, load_whisper, resolve_stt
 from models.tts import load_kokoro, resolve_tts_runtime, resolve_tts_voices
 from models.turn import resolve_turn
 from models.vad import resolve_vad
+from models.whisper_repeats import said_once
 from voice.agent import FIXED_PHRASES, Agent, ContextMessage, TextDelta, ToolStart, ToolUse, TurnDone, last_user_text
 from voice.clause_aggregator import FirstClauseAggregator
 from voice.double_talk import DoubleTalk, FarEnd
@@ -70,7 +71,6 @@ from voice.mic_arrival import MicArrivals
 from voice.recorder import ConversationRecorder
 from voice.settings import VoiceSettings
 from voice.speech_onset import OnsetKokoro, from_onset
-from voice.stt_repeats import said_once
 from voice.synthesis_priority import Hold, PriorityKokoro
 from voice.textfilter import ToolTextFilter
 from voice.tools import TOOL_NAMES
@@ -149,7 +149,7 @@ class SharedWhisperSTTService(WhisperSTTService):
     async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame, None]:
         async for frame in super().run_stt(audio):
             if isinstance(frame, TranscriptionFrame):
-                frame.text = said_once(frame.text)  # voice.stt_repeats
+                frame.text = said_once(frame.text)  # models.whisper_repeats
             yield frame
 
     async def process_audio_frame(self, frame: InputAudioRawFrame, direction: FrameDirection) -> None:

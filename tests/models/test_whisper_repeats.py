@@ -1,11 +1,11 @@
-"""A sentence Whisper wrote twice is kept once (voice.stt_repeats)."""
+"""A sentence Whisper wrote twice is kept once (models.whisper_repeats)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from voice.stt_repeats import _SENTENCE_END, _words, said_once
+from models.whisper_repeats import _SENTENCE_END, _words, said_once
 
 
 def test_a_sentence_written_twice_is_kept_once():
