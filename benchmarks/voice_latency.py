@@ -287,6 +287,11 @@ async def voice_turns(peer: Peer | PeerProcess, observer: StageObserver, turns: 
             row["rest_split"] = {"vad_stop_s": round(stage["vad_stop"] - end, 3),
                                  "transcript_to_llm_s": round(stage["context"] - stage["stt"], 3),
                                  "audio_to_client_s": round(first - stage["tts"], 3)}
+            # Of that last part, the time the first audible packet spent in the test client
+            # (aiortc's receiver holds 4 packets before it decodes one): not Annie's, and
+            # a browser's buffer differs.
+            if (arrived := await peer.arrival_of(first)) is not None:
+                row["rest_split"]["client_buffer_s"] = round(first - arrived, 3)
             row["early_stt"] = bool(stage.get("early_stt"))
             row["heard"] = stage.get("heard", "")  # what Whisper made of the question
             row["chunks"] = list(stage.get("chunks", []))
@@ -536,8 +541,8 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
         "standalone_ms": {key: pct([r[key] for r in alone]) for key in
                           ("vad_stop_s", "stt_s", "llm_first_chunk_s", "tts_first_chunk_s", "sum_s",
                            "sum_without_vad_s")},
-        "rest_split_ms": {key: pct([r["rest_split"][key] for r in done]) for key in
-                          ("vad_stop_s", "transcript_to_llm_s", "audio_to_client_s")},
+        "rest_split_ms": {key: pct([r["rest_split"][key] for r in done if key in r["rest_split"]]) for key in
+                          ("vad_stop_s", "transcript_to_llm_s", "audio_to_client_s", "client_buffer_s")},
         "early_stt_used": {"turns": len(done), "early": sum(1 for r in done if r.get("early_stt"))},
         # Kokoro's own pauses and any wait for the next chunk, in each reply's first seconds.
         "reply_longest_silence_ms": pct([r["longest_silence_s"] for r in results if "longest_silence_s" in r]),

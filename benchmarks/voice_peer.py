@@ -103,6 +103,12 @@ class Peer:
         self.pc.addTrack(self.mic)
         self.pc.createDataChannel("annie")
         self.loud: list[float] = []  # monotonic times of bot audio frames above the noise floor
+        # When the packet of each of those frames reached this client, before aiortc's
+        # receiver held it in its jitter buffer (4 packets) and decoded it.
+        self.loud_arrived: list[float] = []
+        # RTP timestamp less the first one's (what a decoded frame's ``pts`` counts from) -> arrival
+        self._arrived: dict[int, float] = {}
+        self._first_timestamp: int | None = None
         self._listeners: list[asyncio.Task] = []
         self.pc.on("track", lambda track: self._listeners.append(asyncio.ensure_future(self._listen(track))))
 
@@ -114,7 +120,27 @@ class Peer:
                 return
             pcm = frame.to_ndarray().astype(np.float32)
             if np.sqrt(np.mean(pcm * pcm)) > LOUD_RMS:
-                self.loud.append(time.monotonic())
+                now = time.monotonic()
+                self.loud.append(now)
+                self.loud_arrived.append(self._arrived.get(frame.pts, now))
+
+    def _note_arrivals(self) -> None:
+        """Note when each incoming RTP packet arrives, before the receiver buffers it. A
+        decoded frame's ``pts`` counts samples from the first packet's (on loopback no packet
+        is lost, so it is the packet's RTP timestamp less the first one's)."""
+        for receiver in self.pc.getReceivers():
+            handle = receiver._handle_rtp_packet
+
+            async def noted(packet, arrival_time_ms, handle=handle) -> None:
+                if self._first_timestamp is None:
+                    self._first_timestamp = packet.timestamp
+                self._arrived[(packet.timestamp - self._first_timestamp) % 2**32] = time.monotonic()
+                if len(self._arrived) > 4096:  # a minute and more of 20 ms packets
+                    for key in list(self._arrived)[:2048]:
+                        del self._arrived[key]
+                await handle(packet, arrival_time_ms)
+
+            receiver._handle_rtp_packet = noted
 
     async def connect(self, base_url: str) -> None:
         """Start a voice session on the server at ``base_url`` and connect to it."""
@@ -124,6 +150,7 @@ class Peer:
             answer = (await client.post(session["offer_url"], json={"sdp": self.pc.localDescription.sdp,
                                                                    "type": "offer"})).json()
         await self.pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type=answer["type"]))
+        self._note_arrivals()
 
     async def say(self, pcm: np.ndarray) -> tuple[float, float]:
         """Speak ``pcm``; (speech start, speech end) in monotonic seconds."""
@@ -161,6 +188,13 @@ class Peer:
 
     async def loud_between(self, first: float, last: float) -> list[float]:
         return [t for t in self.loud if first <= t <= last]
+
+    async def arrival_of(self, loud: float) -> float | None:
+        """When the packet of the loud frame heard at ``loud`` arrived."""
+        try:
+            return self.loud_arrived[self.loud.index(loud)]
+        except ValueError:
+            return None
 
     async def close(self) -> None:
         await self.pc.close()
@@ -210,6 +244,9 @@ class PeerProcess:
     async def loud_between(self, first: float, last: float) -> list[float]:
         return await self._call("loud_between", first=first, last=last)
 
+    async def arrival_of(self, loud: float) -> float | None:
+        return await self._call("arrival_of", loud=loud)
+
     async def close(self) -> None:
         if self._child is not None and self._child.returncode is None:
             await self._call("close")
@@ -218,7 +255,7 @@ class PeerProcess:
             await self._child.wait()
 
 
-_CALLS = frozenset({"connect", "first_loud", "playing", "quiet", "loud_between", "close"})
+_CALLS = frozenset({"connect", "first_loud", "playing", "quiet", "loud_between", "arrival_of", "close"})
 
 
 async def _serve() -> None:

@@ -63,6 +63,9 @@ async def test_the_peer_process_speaks_and_hears_its_echo_on_this_processs_clock
             assert end - start == pytest.approx(0.6, abs=0.15)  # the clip, at the pace of real time
             heard = await peer.first_loud(before, timeout_s=10)
             assert heard is not None and start < heard < end + 1.0  # its own tone, back over the echo
+            # Its packet came in before: aiortc's receiver holds 4 packets (80 ms) before it decodes one.
+            arrived = await peer.arrival_of(heard)
+            assert arrived is not None and 0.04 < heard - arrived < 2.0, (heard, arrived)
             last = await peer.quiet(heard, quiet_s=0.5, timeout_s=10)
             assert last is not None and end - 0.1 < last < end + 1.0
             frames = await peer.loud_between(heard, last)
