@@ -16,18 +16,18 @@ from __future__ import annotations
 
 import re
 
-# A name as people write one: one to four words of letters, with apostrophes, hyphens
-# and dots inside ("O'Neill", "Jean-Luc", "J.R."), the first word capitalised. Anything
+# A name as people write one: one to four words of letters (no digits, no underscores),
+# with apostrophes, hyphens and dots inside ("O'Neill", "Jean-Luc", "J.R."), the first word capitalised. Anything
 # else memory calls a person ("my sister", a sentence) is not a name to listen for.
-_NAME = re.compile(r"[^\W\d_][\w'.-]*(?: [\w'.-]+){0,3}")
+_NAME = re.compile(r"[^\W\d_](?:[^\W\d_]|['.-])*(?: (?:[^\W\d_]|['.-])+){0,3}")
 # Whisper reads at most 223 tokens of prompt and keeps the last ones; a name is 1-4.
 MAX_PROMPT_CHARS = 500
 
 
 def usable(name: str) -> bool:
-    """Whether ``name`` reads as a person's name (see ``_NAME``), without digits or underscores."""
+    """Whether ``name`` reads as a person's name (see ``_NAME``)."""
     name = name.strip()
-    return bool(_NAME.fullmatch(name)) and name[0].isupper() and not any(c.isdigit() or c == "_" for c in name)
+    return bool(_NAME.fullmatch(name)) and name[0].isupper()
 
 
 def fitting(names: list[str]) -> list[str]:
@@ -45,5 +45,9 @@ def fitting(names: list[str]) -> list[str]:
 def stt_prompt(names: list[str]) -> str | None:
     """"Names: Ana, Tiago, Priya." for the :func:`fitting` names; None when there are none
     (Whisper then reads no prompt, as before)."""
-    kept = fitting(names)
+    return prompt_of(fitting(names))
+
+
+def prompt_of(kept: list[str]) -> str | None:
+    """The prompt naming ``kept``, names already :func:`fitting`."""
     return f"Names: {', '.join(kept)}." if kept else None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from models.whisper_names import fitting, stt_prompt
+from models.whisper_names import fitting, prompt_of
 from voice.memory_port import MemoryPort
 
 log = logging.getLogger(__name__)
@@ -35,5 +35,6 @@ async def session_stt_prompt(memory: MemoryPort | None, limit: int, timeout_s: f
     except Exception as exc:  # noqa: BLE001 - memory being down must not stop a conversation
         log.warning("memory could not name the people it knows (%s); Whisper listens without them", exc)
         return None
-    log.info("Whisper listens for %d names memory knows", len(fitting(names)))
-    return stt_prompt(names)
+    kept = fitting(names)
+    log.info("Whisper listens for %d names memory knows", len(kept))
+    return prompt_of(kept)
