@@ -19,12 +19,15 @@ k results:
 
 Recipes measured in the same run: hybrid (BM25 + vector + graph, a second hit from a
 chosen session counted as redundant), bm25 and vector as configured (bounded recency
-relative to ``now``, time read from the question), and variants of hybrid that each take
+relative to ``now``, time read from the question; like every recipe, a list's tail after
+its first five hits goes to sessions not shown yet), and variants of hybrid that each take
 one part away: ``_no_decay`` (no recency at all), ``_plain_decay`` (recency as a plain
 multiplier ``2^(-age/30 d)``, the former default), ``_no_time`` (dates and relative times
 in the question not read), ``_no_spread`` (a second hit from an already chosen session
-not counted as redundant) and ``_ranks_only`` (fusion by ranks alone, the legs' own scores
-not read, with the spread it had then); and two that add a part the default leaves out:
+not counted as redundant, neither in the head nor in the tail), ``_no_tail_spread`` (the
+tail after the first five hits ranked like the head, the recipe before) and ``_ranks_only``
+(fusion by ranks alone, the legs' own scores not read, with the spread it had then); and two
+that add a part the default leaves out:
 ``_with_sessions`` (the session leg: whole sessions ranked by what they are about, one turn
 each) and ``_with_neighbours`` (the turns next to a hit lifted toward it). After ingesting, the
 segments table is analysed, as autovacuum does on a live database, so BM25 has its word
@@ -87,8 +90,9 @@ ABLATIONS = {  # variants of the default recipe, each without one part (or with 
     NO_DECAY: {"decay": None},
     "_plain_decay": {"decay": DecayConfig(weight=1.0)},
     "_no_time": {"time_aware": False},
-    "_no_spread": {"mmr": MMRConfig()},
-    "_ranks_only": {"score_weight": 0.0, "mmr": MMRConfig(same_session=0.2)},  # the fusion before
+    "_no_spread": {"mmr": MMRConfig(spread_after=None)},
+    "_no_tail_spread": {"mmr": MMRConfig(same_session=0.3, spread_after=None)},  # the recipe before
+    "_ranks_only": {"score_weight": 0.0, "mmr": MMRConfig(same_session=0.2, spread_after=None)},  # the fusion before
     # parts the default leaves out
     "_with_sessions": {"legs": (*RECIPES[RecipeName.HYBRID].legs, Leg.SESSION)},
     "_with_neighbours": {"context": ContextConfig(neighbours=0.3)},

@@ -44,29 +44,42 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b)
 
 
+def _similarity(words_closest: float, hit: MemoryHit, sessions: set[str], same_session: float) -> float:
+    """A hit's similarity to those chosen: its word overlap with the closest, or
+    ``same_session`` if that is more and its session is among theirs."""
+    if same_session and hit.session_id and hit.session_id in sessions:
+        return max(words_closest, same_session)
+    return words_closest
+
+
 def mmr(hits: list[MemoryHit], limit: int, config: MMRConfig) -> list[MemoryHit]:
     """Pick ``limit`` hits from the top ``pool``: lambda * relevance - (1 - lambda) * similarity,
     the similarity of two hits being their word overlap, or ``same_session`` for two hits
-    from one session if that is more."""
+    from one session if that is more. From the ``spread_after``-th pick on, a hit from a
+    session already picked counts as a duplicate and ``spread_lambda`` weighs relevance."""
     pool = hits[: max(config.pool, limit)]
     if not pool:
         return []
     top = pool[0].score or 1.0
     relevance = {h.id: h.score / top for h in pool}
     bags = {h.id: words(h.text) for h in pool}
-    # Each hit's similarity to the closest chosen one, updated with each pick (not recomputed
-    # against every chosen hit at every step).
+    # Each hit's word overlap with the closest chosen one, updated with each pick (not
+    # recomputed against every chosen hit at every step).
     closest = {h.id: 0.0 for h in pool}
+    sessions: set[str] = set()  # of the hits chosen
     chosen: list[MemoryHit] = []
     rest = list(pool)
     while rest and len(chosen) < limit:
-        best = max(rest, key=lambda h: config.lambda_ * relevance[h.id] - (1 - config.lambda_) * closest[h.id])
+        spreading = config.spread_after is not None and len(chosen) >= config.spread_after
+        lambda_ = config.spread_lambda if spreading else config.lambda_
+        same_session = 1.0 if spreading else config.same_session
+        best = max(rest, key=lambda h: lambda_ * relevance[h.id] - (1 - lambda_) * _similarity(
+            closest[h.id], h, sessions, same_session))
         chosen.append(best)
         rest.remove(best)
+        if best.session_id:
+            sessions.add(best.session_id)
         picked = bags[best.id]
         for hit in rest:
-            similar = jaccard(bags[hit.id], picked)
-            if config.same_session and hit.session_id and hit.session_id == best.session_id:
-                similar = max(similar, config.same_session)
-            closest[hit.id] = max(closest[hit.id], similar)
+            closest[hit.id] = max(closest[hit.id], jaccard(bags[hit.id], picked))
     return chosen

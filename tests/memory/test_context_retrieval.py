@@ -106,6 +106,57 @@ def test_a_second_hit_from_a_chosen_session_counts_as_redundant():
     assert [h.id for h in mmr(hits, 2, MMRConfig())] == ["a1", "a2"]
 
 
+def _session_hits() -> list[MemoryHit]:
+    """Eight strong hits from one session, then one weaker hit from each of three others."""
+    strong = [MemoryHit("segment", f"a{i}", f"pottery class note {i}", "Me", NOW, session_id="A", score=1.0 - i * 0.01)
+              for i in range(8)]
+    others = [MemoryHit("segment", f"{s}1", f"{word} with the kids", "Me", NOW, session_id=s, score=0.6 - i * 0.02)
+              for i, (s, word) in enumerate([("b", "swimming"), ("c", "camping"), ("d", "painting")])]
+    return strong + others
+
+
+def test_the_head_of_a_list_is_ranked_for_the_question_and_its_tail_spread():
+    hits = _session_hits()
+    spread = [h.id for h in mmr(hits, 10, MMRConfig())]
+    # the first five by relevance, even all from one session; then the sessions not shown
+    assert spread[:5] == ["a0", "a1", "a2", "a3", "a4"]
+    assert spread[5:8] == ["b1", "c1", "d1"] and spread[8:] == ["a5", "a6"]
+    assert [h.id for h in mmr(hits, 10, MMRConfig(spread_after=None))][:8] == [f"a{i}" for i in range(8)]
+
+
+def test_a_short_list_is_all_head():
+    # the voice and the search tool read three hits: the tail's spread never changes them
+    hits = _session_hits()
+    for limit in range(1, 6):
+        for config in (MMRConfig(), MMRConfig(same_session=0.3)):
+            head = mmr(hits, limit, config)
+            assert head == mmr(hits, limit, MMRConfig(config.lambda_, config.pool, config.same_session, None))
+
+
+async def test_a_long_list_reaches_conversations_its_head_leaves_out(memory):
+    pottery = [(f"p{i}", "Melanie", text, i * 4, i * 4 + 3) for i, text in enumerate([
+        "Pottery is my favourite activity.",
+        "My favourite activity? Pottery, without a doubt.",
+        "Pottery class stays my favourite activity.",
+        "Glazing bowls: favourite activity of the week.",
+        "Favourite activity today was throwing a vase.",
+        "My favourite activity remains pottery.",
+    ])]
+    await ingest(memory, [
+        ("studio", NOW - timedelta(days=20), pottery),
+        ("lake", NOW - timedelta(days=90), [("l1", "Melanie", "We went swimming at the lake.", 0, 4)]),
+        ("woods", NOW - timedelta(days=60), [("w1", "Melanie", "The kids and I went camping.", 0, 4)]),
+    ])
+    request = SearchRequest(query="What is Melanie's favourite activity?", now=NOW, limit=7)
+    memory.recipes["no_tail"] = memory.recipes[RecipeName.HYBRID].with_(
+        name="no_tail", mmr=MMRConfig(same_session=0.3, spread_after=None))
+    spread = await memory.search(request)
+    before = await memory.search(SearchRequest(query=request.query, now=NOW, limit=7, recipe="no_tail"))
+    assert [h.id for h in spread[:5]] == [h.id for h in before[:5]]  # the head is ranked as before
+    assert {"lake", "woods"} <= {h.session_id for h in spread}  # the tail reaches both
+    assert not {"lake", "woods"} <= {h.session_id for h in before}  # ranked like the head, it did not
+
+
 async def test_the_search_tool_shows_a_question_with_its_answer(memory):
     await ingest(memory, [("omi", NOW - timedelta(days=3), [
         ("m1", OWNER, "My sister Maya lives in Lisbon now, she moved there in March.", 0, 4),
