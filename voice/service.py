@@ -43,7 +43,7 @@ from voice.primer import PromptPrimer
 from voice.recorder import ConversationRecorder, Device
 from voice.settings import VoiceSettings
 from voice.synthesis_priority import Hold, HoldCount
-from voice.webrtc_receive import hand_on_audio_at_once
+from voice.webrtc_receive import LiveAudioBuffer, hand_on_audio_at_once, packets_summary
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +67,7 @@ class VoiceSession:
     task: asyncio.Task | None = None
     worker: PipelineWorker | None = None
     state: str = "waiting for offer"
+    mic_buffers: list[LiveAudioBuffer] = field(default_factory=list)  # the user's audio on arrival
 
     def summary(self) -> dict[str, Any]:
         return {"session_id": self.id, "llm_backend": self.backend, "voice": self.voice, "state": self.state,
@@ -211,7 +212,7 @@ class VoiceService:
             raise VoiceError(409, "this session is already connected; start a new one with POST /start")
 
         async def connected(connection: SmallWebRTCConnection) -> None:
-            hand_on_audio_at_once(connection.pc)  # answered, not yet connected: no media yet
+            session.mic_buffers = hand_on_audio_at_once(connection.pc)  # answered, not yet connected: no media yet
             session.pc_id = connection.pc_id
             session.state = "connecting"
             session.task = asyncio.get_running_loop().create_task(self._run(session, connection))
@@ -312,7 +313,9 @@ class VoiceService:
                 if echo_gate is not None and echo_gate.held_back else ""
             timed = f"; {transport.mic_arrivals.summary()}" if transport is not None else ""
             paused = f"; {holds.summary()}" if holds is not None else ""
-            log.info("voice session %s ended%s%s%s%s", session.id, held, timed, paused, _early_answers(voice_pipeline))
+            network = f"; {packets}" if (packets := packets_summary(session.mic_buffers)) else ""
+            log.info("voice session %s ended%s%s%s%s%s", session.id, held, timed, paused, network,
+                     _early_answers(voice_pipeline))
 
     def status(self) -> dict[str, Any]:
         self._expire_pending()

@@ -62,10 +62,10 @@ class LiveAudioBuffer:
         return False, JitterFrame(data=packet._data, timestamp=packet.timestamp)
 
 
-def hand_on_audio_at_once(pc: Any) -> int:
+def hand_on_audio_at_once(pc: Any) -> list[LiveAudioBuffer]:
     """Give every audio receiver of the peer connection ``pc`` a :class:`LiveAudioBuffer`;
-    how many receivers were changed."""
-    changed = 0
+    the buffers given."""
+    given = []
     for transceiver in pc.getTransceivers():
         receiver = transceiver.receiver
         if transceiver.kind != "audio":
@@ -74,6 +74,15 @@ def hand_on_audio_at_once(pc: Any) -> int:
             log.warning("aiortc's receiver has no jitter buffer where expected (aiortc changed?): "
                         "the user's audio keeps aiortc's 80 ms prefetch")
             continue
-        setattr(receiver, _BUFFER, LiveAudioBuffer())
-        changed += 1
-    return changed
+        buffer = LiveAudioBuffer()
+        setattr(receiver, _BUFFER, buffer)
+        given.append(buffer)
+    return given
+
+
+def packets_summary(buffers: list[LiveAudioBuffer]) -> str:
+    """For a session's log line: the microphone's packets lost or late on the way, or ''."""
+    lost, late = sum(b.lost for b in buffers), sum(b.late for b in buffers)
+    if not lost and not late:
+        return ""
+    return f"the microphone's audio lost {lost} packets of 20 ms on the way and {late} came too late to use"

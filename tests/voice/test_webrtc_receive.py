@@ -11,7 +11,7 @@ from aiortc.rtp import RtpPacket
 from hypothesis import given
 from hypothesis import strategies as st
 
-from voice.webrtc_receive import _BUFFER, MAX_LATE, LiveAudioBuffer, hand_on_audio_at_once
+from voice.webrtc_receive import _BUFFER, MAX_LATE, LiveAudioBuffer, hand_on_audio_at_once, packets_summary
 
 
 def packet(sequence: int) -> RtpPacket:
@@ -41,8 +41,8 @@ async def test_an_answered_offer_gets_the_live_buffer():
         audio = [t for t in server.getTransceivers() if t.kind == "audio"]
         assert len(audio) == 1
         assert getattr(audio[0].receiver, _BUFFER)._prefetch == 4  # aiortc's own: 80 ms
-        assert hand_on_audio_at_once(server) == 1
-        assert isinstance(getattr(audio[0].receiver, _BUFFER), LiveAudioBuffer)
+        given = hand_on_audio_at_once(server)
+        assert len(given) == 1 and getattr(audio[0].receiver, _BUFFER) is given[0]
     finally:
         await client.close()
         await server.close()
@@ -64,6 +64,9 @@ def test_each_packet_goes_on_as_it_arrives():
     assert behind(buffer, [111, 112, 115, 116]) == [0, 0, 0, 0] and buffer.lost == 3
     # late or repeated: dropped, the order kept
     assert behind(buffer, [114, 116, 117]) == [None, None, 0] and buffer.late == 2
+    assert packets_summary([buffer]) == ("the microphone's audio lost 3 packets of 20 ms on the way "
+                                         "and 2 came too late to use")
+    assert packets_summary([LiveAudioBuffer()]) == ""  # nothing to say
     # across the 16-bit wrap of sequence numbers
     wrap = LiveAudioBuffer()
     assert behind(wrap, [0xFFFE, 0xFFFF, 0x10000, 0x10001]) == [0, 0, 0, 0] and wrap.lost == 0
