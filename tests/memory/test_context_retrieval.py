@@ -24,6 +24,11 @@ async def ingest(memory, sessions: list[tuple[str, object, list[tuple]]]) -> Non
     await memory.worker.run_until_idle(120)
 
 
+def said_by(speaker: str, prefix: str, texts: list[str]) -> list[tuple]:
+    """One speaker's turns, four seconds apart."""
+    return [(f"{prefix}{i}", speaker, text, i * 4, i * 4 + 3) for i, text in enumerate(texts)]
+
+
 async def test_a_session_is_found_by_words_spread_over_its_turns(memory, pool):
     await ingest(memory, [
         ("trip", NOW - timedelta(days=40), [
@@ -69,12 +74,12 @@ async def test_the_turn_after_a_question_comes_with_it(memory):
 
 
 async def test_an_answer_spread_over_sessions_reaches_each_of_them(memory):
-    camping = [(f"f{i}", "Melanie", text, i * 4, i * 4 + 3) for i, text in enumerate([
+    camping = said_by("Melanie", "f", [
         "We went camping in the forest with the kids last weekend.",
         "Camping in the forest was great, we set up the tent by the river.",
         "The kids loved camping, they collected pine cones all day.",
         "Next time we go camping I will bring a better tent.",
-    ])]
+    ])
     await ingest(memory, [
         ("forest", NOW - timedelta(days=90), camping),
         ("beach", NOW - timedelta(days=60), [
@@ -134,14 +139,14 @@ def test_a_short_list_is_all_head():
 
 
 async def test_a_long_list_reaches_conversations_its_head_leaves_out(memory):
-    pottery = [(f"p{i}", "Melanie", text, i * 4, i * 4 + 3) for i, text in enumerate([
+    pottery = said_by("Melanie", "p", [
         "Pottery is my favourite activity.",
         "My favourite activity? Pottery, without a doubt.",
         "Pottery class stays my favourite activity.",
         "Glazing bowls: favourite activity of the week.",
         "Favourite activity today was throwing a vase.",
         "My favourite activity remains pottery.",
-    ])]
+    ])
     await ingest(memory, [
         ("studio", NOW - timedelta(days=20), pottery),
         ("lake", NOW - timedelta(days=90), [("l1", "Melanie", "We went swimming at the lake.", 0, 4)]),
