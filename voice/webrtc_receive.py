@@ -12,7 +12,7 @@ video frame spread over several packets is complete, and an audio packet is a wh
 Worse, a packet lost on the way stops aiortc's buffer until 16 have piled up behind it;
 then it goes on with the oldest of them, one frame for each packet that arrives, so from
 the first lost packet on the user's audio reaches the VAD 280-300 ms late for the rest of
-the session (whatever the prefetch). On Wi-Fi a packet is lost every few seconds to minutes.
+the session (whatever the prefetch). Any link that drops a packet now and then (Wi-Fi) meets it.
 
 :class:`LiveAudioBuffer` hands every packet on as it arrives, unless it is older than
 one already handed on (late or repeated: dropped, as a live listener would). A packet
@@ -50,7 +50,7 @@ class LiveAudioBuffer:
         self.late = 0  # packets dropped: older than one handed on
 
     def add(self, packet: RtpPacket) -> tuple[bool, JitterFrame | None]:
-        """(no picture lost, the frame to decode now or None)."""
+        """(ask the sender for a new picture: never for audio, the frame to decode now or None)."""
         if self._next is not None:
             ahead = uint16_add(packet.sequence_number, -self._next)
             if ahead < 0x8000:
@@ -85,4 +85,4 @@ def packets_summary(buffers: list[LiveAudioBuffer]) -> str:
     lost, late = sum(b.lost for b in buffers), sum(b.late for b in buffers)
     if not lost and not late:
         return ""
-    return f"the microphone's audio lost {lost} packets of 20 ms on the way and {late} came too late to use"
+    return f"the microphone's audio lost {lost} packets on the way and {late} came too late to use"
