@@ -3,6 +3,7 @@ they are about, the turn next to a hit, answers spread over several sessions."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from memory.owner import OWNER
@@ -135,7 +136,7 @@ def test_a_short_list_is_all_head():
     for limit in range(1, 6):
         for config in (MMRConfig(), MMRConfig(same_session=0.3)):
             head = mmr(hits, limit, config)
-            assert head == mmr(hits, limit, MMRConfig(config.lambda_, config.pool, config.same_session, None))
+            assert head == mmr(hits, limit, replace(config, spread_after=None))
 
 
 async def test_a_long_list_reaches_conversations_its_head_leaves_out(memory):
