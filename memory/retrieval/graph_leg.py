@@ -4,7 +4,12 @@ Entities are matched by exact normalised name and by trigram similarity (pg_trgm
 the query's word n-grams, leaving out the owner ("me") and the conversation's own
 participants (an entity whose name is a speaker of the user's segments, or for a person
 the start of one's name, as "Mel" is of Melanie's): they are in nearly every turn, so
-their name says nothing about which turn is wanted. For each
+their name says nothing about which turn is wanted. Ideas are left out too (a topic, an
+emotion, a promise: "adoption"): a question that says the word is the keyword and vector
+legs' to answer, and the turns evidencing facts about it would come up for every question
+that says it (on LoCoMo's dev conversations one turn about adoption came up for seven
+questions on adoption, one on business for five on business, and three of those questions
+lost an evidence turn from their first five hits or a session from their top ten). For each
 matched entity the leg returns, best first:
 
 - the turns that evidence an active fact about it (``edges.source_segment``, confidence
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import asyncpg
 
+from memory.extraction.prompt import EntityType
 from memory.names import ngrams
 from memory.retrieval.filters import SearchFilters
 from memory.retrieval.types import Leg, LegScore, MemoryHit
@@ -32,6 +38,11 @@ EDGE_CONFIDENCE_MIN = 0.5
 OWNER_NAMES = ["", "me", "i", "user", "owner", "myself"]
 STOP = frozenset({"i", "me", "my", "you", "your", "we", "the", "a", "an", "and", "or", "of", "to", "in",
                   "on", "at", "is", "was", "what", "when", "where", "who", "how", "did", "do", "does"})
+
+# Entities of these kinds are ideas, not people, places or things with names of their own
+# ("adoption", "stress", "call mom tomorrow"): a question is not matched against them.
+CONCEPT_TYPES = tuple(t.value for t in (EntityType.TOPIC, EntityType.EMOTION, EntityType.QUESTION,
+                                        EntityType.PROMISE, EntityType.DECISION))
 
 # A person's name this short is not taken for the start of a participant's ("Al", "Jo").
 NICKNAME_MIN = 3
@@ -44,7 +55,7 @@ _MATCHED = f"""
     FROM entities e JOIN unnest($1::text[]) AS g(gram)
       ON e.normalized_name = g.gram
       OR (e.normalized_name % g.gram AND similarity(e.normalized_name, g.gram) >= $2)
-    WHERE e.user_id = $3 AND e.normalized_name <> ALL($4::text[])
+    WHERE e.user_id = $3 AND e.normalized_name <> ALL($4::text[]) AND e.type NOT IN {CONCEPT_TYPES!r}
       AND NOT EXISTS (SELECT 1 FROM unnest($6::text[]) AS sp(speaker)
                       WHERE sp.speaker IN (e.name, initcap(e.normalized_name))
                          OR (e.type = 'person' AND length(e.normalized_name) >= {NICKNAME_MIN}

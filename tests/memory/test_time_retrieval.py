@@ -1,5 +1,6 @@
 """Retrieval over time, in the real PostgreSQL and vector index: old memories keep their
-place, a time the question names narrows the search, participants do not steer the graph."""
+place, a time the question names narrows the search, participants and topics do not steer the
+graph."""
 
 from __future__ import annotations
 
@@ -107,3 +108,36 @@ async def test_a_participants_name_alone_does_not_pull_graph_hits_to_the_top(mem
     # a name that is not a participant still reaches its fact and the turn evidencing it
     pet = await memory.search(SearchRequest(query="Luna", recipe=RecipeName.GRAPH, now=NOW))
     assert pet[0].id == "chat/c2" and any(h.text == "Melanie has a dog named Luna" for h in pet)
+
+
+async def test_a_topic_is_left_to_the_keyword_legs_and_a_named_thing_reaches_its_fact(memory, pool):
+    # "adoption" as a topic has facts, evidenced by a turn that only talks about it: every
+    # question that says "adoption" would pull that turn up. The event has a name of its own.
+    await ingest(memory, [
+        ("plans", NOW - timedelta(days=30), [
+            ("p1", "Caroline", "For me, adoption is a way of giving back and showing love.", 0, 4)]),
+        ("council", NOW - timedelta(days=20), [
+            ("m1", "Caroline", "The adoption meeting at the council was full of families.", 0, 4)]),
+    ])
+
+    async def entity(etype: str, name: str) -> int:
+        return await pool.fetchval(
+            """INSERT INTO entities (type, name, normalized_name, first_seen, last_seen, confidence)
+               VALUES ($1, $2, lower($2), $3, $3, 0.9) RETURNING id""", etype, name, NOW)
+
+    caroline, adoption = await entity("person", "Caroline"), await entity("topic", "adoption")
+    meeting = await entity("event", "adoption meeting")
+    for subject, obj, fact, session, segment in (
+            (caroline, adoption, "Caroline sees adoption as giving back", "plans", "p1"),
+            (caroline, meeting, "Caroline went to the adoption meeting", "council", "m1")):
+        await pool.execute(
+            """INSERT INTO edges (subject_id, predicate, object_id, fact, confidence, valid_from, source_session,
+                                  source_segment) VALUES ($1, 'related_to', $2, $3, 0.9, $4, $5, $6)""",
+            subject, obj, fact, NOW, session, segment)
+    graph = await memory.search(SearchRequest(query="What did she say about adoption?", recipe=RecipeName.GRAPH,
+                                              now=NOW))
+    assert graph == []
+    graph = await memory.search(SearchRequest(query="When was the adoption meeting?", recipe=RecipeName.GRAPH,
+                                              now=NOW))
+    assert [h.id for h in graph if h.kind == "segment"] == ["council/m1"]
+    assert any(h.text == "Caroline went to the adoption meeting" for h in graph)
