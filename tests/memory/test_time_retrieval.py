@@ -21,6 +21,12 @@ async def ingest(memory, sessions: list[tuple[str, object, list[tuple]]]) -> Non
     await memory.worker.run_until_idle(120)
 
 
+async def add_entity(pool, etype: str, name: str) -> int:
+    return await pool.fetchval(
+        """INSERT INTO entities (type, name, normalized_name, first_seen, last_seen, confidence)
+           VALUES ($1, $2, lower($2), $3, $3, 0.9) RETURNING id""", etype, name, NOW)
+
+
 async def test_an_old_strong_hit_keeps_its_place_against_a_newer_weaker_one(memory):
     await ingest(memory, [
         ("old", NOW - timedelta(days=75), [("a1", "Me", "We adopted a greyhound called Biscuit from the animal shelter.", 0, 4)]),
@@ -81,12 +87,8 @@ async def test_a_participants_name_alone_does_not_pull_graph_hits_to_the_top(mem
     ]
     await ingest(memory, [("chat", NOW - timedelta(days=5), turns)])
 
-    async def entity(etype: str, name: str) -> int:
-        return await pool.fetchval(
-            """INSERT INTO entities (type, name, normalized_name, first_seen, last_seen, confidence)
-               VALUES ($1, $2, lower($2), $3, $3, 0.9) RETURNING id""", etype, name, NOW)
-
-    caroline, melanie, luna = await entity("person", "Caroline"), await entity("person", "Melanie"), await entity("animal", "Luna")
+    caroline, melanie = await add_entity(pool, "person", "Caroline"), await add_entity(pool, "person", "Melanie")
+    luna = await add_entity(pool, "animal", "Luna")
     for eid, seg in ((caroline, "c2"), (caroline, "c4"), (melanie, "c3"), (luna, "c2"), (luna, "c3")):
         await pool.execute("INSERT INTO entity_mentions (entity_id, session_id, segment_id, mentioned_at) "
                            "VALUES ($1, 'chat', $2, $3)", eid, seg, NOW)
@@ -96,7 +98,7 @@ async def test_a_participants_name_alone_does_not_pull_graph_hits_to_the_top(mem
            VALUES ($1, 'has_pet', $2, 'Melanie has a dog named Luna', 0.9, $3, 'chat', 'c2')""", melanie, luna, NOW)
     # a participant's name alone, or the start of it ("Mel", as she is called too): the
     # graph leg has nothing to say
-    mel, hiking = await entity("person", "Mel"), await entity("activity", "hiking")
+    mel, hiking = await add_entity(pool, "person", "Mel"), await add_entity(pool, "activity", "hiking")
     await pool.execute(
         """INSERT INTO edges (subject_id, predicate, object_id, fact, confidence, valid_from, source_session,
                               source_segment)
@@ -120,13 +122,8 @@ async def test_a_topic_is_left_to_the_keyword_legs_and_a_named_thing_reaches_its
             ("m1", "Caroline", "The adoption meeting at the council was full of families.", 0, 4)]),
     ])
 
-    async def entity(etype: str, name: str) -> int:
-        return await pool.fetchval(
-            """INSERT INTO entities (type, name, normalized_name, first_seen, last_seen, confidence)
-               VALUES ($1, $2, lower($2), $3, $3, 0.9) RETURNING id""", etype, name, NOW)
-
-    caroline, adoption = await entity("person", "Caroline"), await entity("topic", "adoption")
-    meeting = await entity("event", "adoption meeting")
+    caroline, adoption = await add_entity(pool, "person", "Caroline"), await add_entity(pool, "topic", "adoption")
+    meeting = await add_entity(pool, "event", "adoption meeting")
     for subject, obj, fact, session, segment in (
             (caroline, adoption, "Caroline sees adoption as giving back", "plans", "p1"),
             (caroline, meeting, "Caroline went to the adoption meeting", "council", "m1")):
