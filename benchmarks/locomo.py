@@ -238,6 +238,17 @@ async def ingest_conversation(sample: dict, root: Path, db, vectors, models: Mod
     return service
 
 
+async def settle_statistics(db) -> None:
+    """Analyse the segments table as autovacuum would on a live database, from the same
+    physical row order every run. The watcher stores a conversation's sessions in whatever
+    order their files are read, and ANALYZE's list of the most common words of ``text_tsv``
+    (which the BM25 leg reads as each word's rarity) depends on that order at its edge, so
+    runs of one code differed by a question or so. Rewriting the table in primary-key order
+    first makes a run repeatable."""
+    await db.pool.execute("CLUSTER segments USING segments_pkey")
+    await db.pool.execute("ANALYZE segments")
+
+
 @contextlib.asynccontextmanager
 async def scratch_store(prefix: str, database_url: str | None, models: ModelSettings
                         ) -> AsyncIterator[tuple[Path, Database, EdgeVectorIndex, TextEmbedders]]:
@@ -311,7 +322,7 @@ async def run(limit_qa: int | None, database_url: str | None, *, graph: bool = F
                     extraction[sample["sample_id"]] = await extract_sessions(service, sample, progress)
                     if recorder is not None:
                         progress(extraction[sample["sample_id"]])
-                await db.pool.execute("ANALYZE segments")
+                await settle_statistics(db)
                 for suffix, changes in ablations.items():
                     name = f"{RecipeName.HYBRID}{suffix}"
                     service.recipes[name] = RECIPES[RecipeName.HYBRID].with_(name=name, **changes)

@@ -37,6 +37,7 @@ from benchmarks.locomo import (
     ingest_conversation,
     last_session_time,
     scratch_store,
+    settle_statistics,
 )
 from memory.tools import hit_lines
 from models.settings import ModelSettings
@@ -72,7 +73,7 @@ async def run(conversations: list[str] | None, database_url: str | None, embed_c
     async with scratch_store("annie-locomo-grounding-", database_url, models) as (root, db, vectors, embedders):
         for sample in samples:
             service = await ingest_conversation(sample, root, db, vectors, models, embed_cache, embedders)
-            await db.pool.execute("ANALYZE segments")
+            await settle_statistics(db)
             now = last_session_time(sample) + timedelta(hours=1)
             for qa in sample["qa"]:
                 if qa.get("category") not in NAMES:

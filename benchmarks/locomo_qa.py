@@ -59,6 +59,7 @@ from benchmarks.locomo import (
     ingest_conversation,
     last_session_time,
     scratch_store,
+    settle_statistics,
 )
 from memory.retrieval.types import MemoryHit
 from models.settings import ModelSettings
@@ -202,7 +203,7 @@ async def run(n: int, conversations: list[str], seed: int, database_url: str | N
                     continue
                 t0 = time.perf_counter()
                 service = await ingest_conversation(sample, root, db, vectors, models, embedders=embedders)
-                await db.pool.execute("ANALYZE segments")
+                await settle_statistics(db)
                 ingest_s[sample["sample_id"]] = round(time.perf_counter() - t0, 1)
                 path.gate = service.gate
                 now = last_session_time(sample) + timedelta(hours=1)
