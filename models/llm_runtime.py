@@ -27,12 +27,16 @@ log = logging.getLogger(__name__)
 
 
 def llm_niceness(settings: ModelSettings) -> int:
-    """The managed server's niceness: as set, else 0 where Kokoro runs its convolutions as
-    matrix products (its first chunk is fast enough beside the server, and at 10 Annie's own
-    work stalls the server's prompt reading), else 10 (see ``ModelSettings.llm_nice``):
-    also where the converted model was refused, since Kokoro then runs as shipped."""
+    """The managed server's niceness: as set, else 0 where it is held still while the voice
+    synthesizes (:func:`pauses_for_voice`: Kokoro has the cores to itself then, and at 10
+    Annie's own work stalls the server's prompt reading) or where Kokoro runs its
+    convolutions as matrix products (its first chunk is fast enough beside the server),
+    else 10 (see ``ModelSettings.llm_nice``): also where the converted model was refused,
+    since Kokoro then runs as shipped."""
     if settings.llm_nice is not None:
         return settings.llm_nice
+    if pauses_for_voice(settings):
+        return 0
     fast_voice = settings.tts_matmul and tts_matmul.vnni() and not tts_matmul.rejected_in(settings.models_dir)
     return 0 if fast_voice else 10
 

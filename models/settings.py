@@ -89,7 +89,11 @@ class ModelSettings(BaseSettings):
     # 0.9-2.3 s to read. With Kokoro's convolutions as matrix products (a CPU with VNNI,
     # models.tts_matmul) its first chunk is fast enough at 0: two voice runs gave p50
     # 1.87-1.88 s / p95 2.65-2.69 s against 1.78-2.19 / 2.80-3.61 s in three at 10, the
-    # first chunk's audio p50 0.59-0.60 s against 0.56-0.65 s.
+    # first chunk's audio p50 0.59-0.60 s against 0.56-0.65 s. Where the server is held still
+    # while Kokoro synthesizes (``llm_pause_for_voice``) it is 0 whatever Kokoro runs as: 10
+    # then only slows its prompt reading. A 2-core machine without VNNI, three pairs of voice
+    # runs: the server read the pipeline's prompts 1.09-1.31 times as long as alone at 0
+    # against 1.15-1.72 at 10, pipeline / standalone 1.11-1.21 against 1.11-1.40.
     llm_nice: int | None = Field(default=None, ge=0, le=19)
     # Stop the managed server while Kokoro synthesizes (models.process_pause); unset: where
     # Annie has at most two cores, the only kind it was measured on. There, beside Kokoro

@@ -103,22 +103,27 @@ async def test_a_stream_stopped_early_stops_the_generation(managed_llm):
 
 
 async def test_the_managed_server_runs_at_its_niceness(managed_llm, model_settings):
-    """Behind the voice (10) where Kokoro is slow, level with it where its first chunk is fast."""
+    """Behind the voice (10) where Kokoro is slow beside it, level with it where it is held
+    still while Kokoro synthesizes or Kokoro's first chunk is fast."""
     stat = Path(f"/proc/{managed_llm.server.pid}/stat").read_text()
     niceness = int(stat.rsplit(")", 1)[1].split()[16])
     assert niceness == min(19, os.nice(0) + llm_niceness(model_settings))
 
 
 def test_the_niceness_follows_the_voice_unless_set(tmp_path):
+    unpaused = {"llm_pause_for_voice": False}
     fast = 0 if tts_matmul.vnni() else 10
-    assert llm_niceness(ModelSettings(cache_dir=tmp_path)) == fast
+    assert llm_niceness(ModelSettings(cache_dir=tmp_path, **unpaused)) == fast
     # A converted Kokoro that was refused leaves the shipped, slower one: the server steps back.
     (tmp_path / "models" / "tts").mkdir(parents=True)
     (tmp_path / "models" / "tts" / f"kokoro-v1.0.int8{tts_matmul.MARK}1-2.onnx{tts_matmul.REJECTED}").write_text("not the same\n")
-    assert llm_niceness(ModelSettings(cache_dir=tmp_path)) == 10
-    assert llm_niceness(ModelSettings(tts_matmul=False)) == 10
-    assert llm_niceness(ModelSettings(llm_nice=5)) == 5
-    assert llm_niceness(ModelSettings(llm_nice=0, tts_matmul=False)) == 0
+    assert llm_niceness(ModelSettings(cache_dir=tmp_path, **unpaused)) == 10
+    assert llm_niceness(ModelSettings(tts_matmul=False, **unpaused)) == 10
+    # Held still while Kokoro synthesizes, the server need not step back, whatever Kokoro runs as.
+    assert llm_niceness(ModelSettings(cache_dir=tmp_path, llm_pause_for_voice=True)) == 0
+    assert llm_niceness(ModelSettings(tts_matmul=False, llm_pause_for_voice=True)) == 0
+    assert llm_niceness(ModelSettings(llm_nice=5, llm_pause_for_voice=True)) == 5
+    assert llm_niceness(ModelSettings(llm_nice=0, tts_matmul=False, **unpaused)) == 0
 
 
 def test_the_server_pauses_for_the_voice_on_two_cores_unless_set():
