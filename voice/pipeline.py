@@ -271,6 +271,14 @@ def turn_state(state: str) -> OutputTransportMessageUrgentFrame:
     return page_message({"type": "state", "state": state})
 
 
+def awaits_reply(messages: list[dict[str, Any]]) -> bool:
+    """Whether the newest thing said in ``messages`` is the user's: a context that ends
+    with Annie's words (an interrupted reply, notes after it) has nothing to answer, and
+    the model handed it would go on with her words."""
+    said = [m for m in messages if m.get("role") in ("user", "assistant")]
+    return bool(said) and said[-1].get("role") == "user"
+
+
 class AgentLLMProcessor(FrameProcessor):
     """The LLM step: runs the shared :class:`Agent` on each context frame.
 
@@ -278,7 +286,7 @@ class AgentLLMProcessor(FrameProcessor):
     TTS); tool calls and results are added to the context; tables and the turn's state
     go to the page (the reply's words reach the page as they are spoken, see
     :class:`SpokenToPage`). A user turn that only asks Annie to stop ("Stop.",
-    "never mind") gets no reply. An interruption cancels the running turn (the base
+    "never mind") gets no reply, nor does a context whose newest words are hers. An interruption cancels the running turn (the base
     processor cancels the task running ``process_frame``); what was said so far is recorded.
     """
 
@@ -301,6 +309,9 @@ class AgentLLMProcessor(FrameProcessor):
 
     async def _respond(self, context: LLMContext) -> None:
         messages = context.get_messages()
+        if not awaits_reply(messages):
+            log.info("the context changed with nothing new from the user; no reply")
+            return
         user_text = last_user_text(messages)
         if asks_to_stop(user_text):
             # Barge-in already silenced the reply; "Stop." is not a question to answer.
@@ -448,6 +459,11 @@ def build_pipeline(
             user_turn_strategies=UserTurnStrategies(
                 stop=[TurnAnalyzerUserTurnStopStrategy(turn_analyzer=turn)]
             ),
+            # A sound that cut Annie off and was not words (a cough, the tail of "Stop.")
+            # stops her as "Stop." does. pipecat's default adds a developer message asking
+            # the model to have it repeated and runs the LLM; the agent reads no developer
+            # messages, so she went on with the reply the user had just stopped.
+            empty_user_turn=None,
         ),
     )
     llm = AgentLLMProcessor(agent, recorder)

@@ -23,11 +23,19 @@ from pipecat.pipeline.pipeline import Pipeline
 from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.processors.aggregators.llm_text_processor import LLMTextProcessor
 from pipecat.tests.utils import SleepFrame, run_test
+from pipecat.turns.empty_user_turn import DEFAULT_EMPTY_USER_TURN_INTERRUPTED_PROMPT
 
 from tests.voice.support import BrokenMemory, FixedMemory, voice_settings
 from voice.agent import NOTHING_FOUND, STORED, Agent
 from voice.clause_aggregator import FirstClauseAggregator
-from voice.pipeline import AgentLLMProcessor, MicAudioEnds, SharedKokoroTTSService, ToolTextGuard, build_pipeline
+from voice.pipeline import (
+    AgentLLMProcessor,
+    MicAudioEnds,
+    SharedKokoroTTSService,
+    ToolTextGuard,
+    awaits_reply,
+    build_pipeline,
+)
 from voice.prefill import NEXT_TURN
 from voice.primer import PromptPrimer
 from voice.recorder import ConversationRecorder, Device
@@ -135,6 +143,31 @@ async def test_barge_in_stops_the_reply_and_records_what_was_said(managed_llm, t
     assert all(down.index(t) < interrupted_at for t in texts), "no reply text after the interruption"
     line = json.loads((tmp_path / "transcripts" / "voice-barge.jsonl").read_text().splitlines()[0])
     assert line["segments"][1]["text"].endswith("[interrupted]")
+
+
+def test_only_a_context_whose_newest_words_are_the_users_awaits_a_reply():
+    user = {"role": "user", "content": "Explain how a bicycle works."}
+    cut = {"role": "assistant", "content": "A bicycle works by"}
+    assert awaits_reply([{"role": "system", "content": "You are Annie."}, user])
+    assert awaits_reply([user, cut, {"role": "user", "content": "Describe a market."},
+                         {"role": "system", "content": "Memory search results ..."}])
+    assert not awaits_reply([user, cut])
+    assert not awaits_reply([user, cut, {"role": "developer", "content": DEFAULT_EMPTY_USER_TURN_INTERRUPTED_PROMPT}])
+    assert not awaits_reply([{"role": "system", "content": "You are Annie."}])
+
+
+async def test_after_a_barge_in_a_context_with_nothing_new_from_the_user_gets_no_reply(managed_llm, tmp_path):
+    """A sound that cut Annie off and was not words once added a note for the model and ran
+    it: she went on with the reply the user had just stopped ("A bicycle works by ...")."""
+    agent = Agent(managed_llm.client, FixedMemory(), voice_settings(tmp_path))
+    context = LLMContext(messages=[
+        {"role": "system", "content": "You are Annie, a warm personal assistant."},
+        {"role": "user", "content": "Explain how a bicycle works, from the pedals to the wheels."},
+        {"role": "assistant", "content": "A bicycle works by"},
+        {"role": "developer", "content": DEFAULT_EMPTY_USER_TURN_INTERRUPTED_PROMPT}])
+    down, _ = await run_test(AgentLLMProcessor(agent), frames_to_send=[LLMContextFrame(context), SleepFrame(sleep=3.0)])
+    assert not [f for f in down if isinstance(f, LLMTextFrame | LLMFullResponseStartFrame)]
+    assert [m["role"] for m in context.get_messages()] == ["system", "user", "assistant", "developer"]
 
 
 async def test_the_first_tts_chunk_of_a_long_first_sentence_is_a_clause(voice_models):
