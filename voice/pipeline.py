@@ -116,6 +116,11 @@ class VoiceModels:
         return sorted(v for v in self.kokoro.voices if v[:1] in ENGLISH_VOICE_PREFIXES)
 
 
+# pipecat keeps a Whisper segment whose no-speech probability is below this: above any
+# probability, so the segments faster-whisper itself kept all stay.
+KEEP_SEGMENTS_BELOW = 1.01
+
+
 class SharedWhisperSTTService(WhisperSTTService):
     """Whisper STT over the process-wide faster-whisper model (no load per session).
 
@@ -124,6 +129,14 @@ class SharedWhisperSTTService(WhisperSTTService):
     :class:`SessionVAD`, Whisper starts in the pause at the end of a turn
     (``voice.early_stt``). ``initial_prompt``: text Whisper reads before every utterance
     (the names of the people memory knows, ``voice.heard_names``).
+
+    Every segment faster-whisper returns is kept (:data:`KEEP_SEGMENTS_BELOW`): it already
+    leaves out one it takes for silence (no-speech probability over 0.6 with an average
+    log probability under -1). pipecat's own filter drops any segment whose no-speech
+    probability reaches 0.4, however sure the words: over WebRTC, "Describe a walk through
+    a busy market on a summer morning." came back word for word at 0.54 and was thrown
+    away, and the user's question after a "Stop." went unanswered in every voice
+    benchmark run.
     """
 
     def __init__(self, *, models: VoiceModels, beam_size: int = 1, vad: SessionVAD | None = None,
@@ -131,7 +144,7 @@ class SharedWhisperSTTService(WhisperSTTService):
         super().__init__(
             device="cpu",
             settings=WhisperSTTService.Settings(model=str(models.stt_path), language=Language.EN,
-                                                initial_prompt=initial_prompt),
+                                                initial_prompt=initial_prompt, no_speech_prob=KEEP_SEGMENTS_BELOW),
             **kwargs,
         )
         self.early = EarlyDecoding(models.whisper, vad=vad, after_frames=early_after_frames, beam_size=beam_size,
