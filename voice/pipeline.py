@@ -299,8 +299,9 @@ class AgentLLMProcessor(FrameProcessor):
     TTS); tool calls and results are added to the context; tables and the turn's state
     go to the page (the reply's words reach the page as they are spoken, see
     :class:`SpokenToPage`). A user turn that only asks Annie to stop ("Stop.",
-    "never mind") gets no reply, nor does a context whose newest words are hers. An interruption cancels the running turn (the base
-    processor cancels the task running ``process_frame``); what was said so far is recorded.
+    "never mind") gets no reply, nor does a context whose newest words are hers. An
+    interruption cancels the running turn (the base processor cancels the task running
+    ``process_frame``); what was said so far is recorded.
     """
 
     def __init__(self, agent: Agent, recorder: ConversationRecorder | None = None, **kwargs: Any) -> None:
@@ -472,8 +473,8 @@ def build_pipeline(
             user_turn_strategies=UserTurnStrategies(
                 stop=[TurnAnalyzerUserTurnStopStrategy(turn_analyzer=turn)]
             ),
-            # A sound that cut Annie off and was not words (a cough, the tail of "Stop.")
-            # stops her as "Stop." does. pipecat's default adds a developer message asking
+            # A turn that cut Annie off and left no words (a cough, or words Whisper did
+            # not keep) stops her as "Stop." does. pipecat's default adds a developer message asking
             # the model to have it repeated and runs the LLM; the agent reads no developer
             # messages, so she went on with the reply the user had just stopped.
             empty_user_turn=None,
