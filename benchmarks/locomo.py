@@ -31,10 +31,10 @@ that add a part the default leaves out:
 ``_with_sessions`` (the session leg: whole sessions ranked by what they are about, one turn
 each) and ``_with_neighbours`` (the turns next to a hit lifted toward it). After ingesting, the
 segments table is put in primary-key order and analysed, as autovacuum does on a live database,
-so BM25 has its word statistics, the same every run (:func:`settle_statistics`). Run: ``python -m benchmarks.locomo`` (``--limit-qa N``
-for a quick look; ``--embed-cache DIR``, a directory outside the repository, keeps the
-computed embeddings and reuses them in later runs, which makes ingesting take seconds
-instead of minutes; ``--recipes`` and ``--ablations`` pick what to measure). Needs the
+so BM25 has its word statistics, the same every run (:func:`settle_statistics`). Run:
+``python -m benchmarks.locomo`` (``--limit-qa N`` for a quick look; ``--embed-cache DIR``, a
+directory outside the repository, keeps the computed embeddings and reuses them in later
+runs, which makes ingesting take seconds instead of minutes; ``--recipes`` and ``--ablations`` pick what to measure). Needs the
 models assembled (``make setup``).
 
 With ``--graph`` every session is first run through entity and fact extraction with

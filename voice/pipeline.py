@@ -474,9 +474,10 @@ def build_pipeline(
                 stop=[TurnAnalyzerUserTurnStopStrategy(turn_analyzer=turn)]
             ),
             # A turn that cut Annie off and left no words (a cough, or words Whisper did
-            # not keep) stops her as "Stop." does. pipecat's default adds a developer message asking
-            # the model to have it repeated and runs the LLM; the agent reads no developer
-            # messages, so she went on with the reply the user had just stopped.
+            # not keep) stops her as "Stop." does. pipecat's default adds a developer
+            # message asking the model to have it repeated and runs the LLM; the agent
+            # reads no developer messages, so she went on with the reply the user had
+            # just stopped.
             empty_user_turn=None,
         ),
     )
