@@ -12,6 +12,11 @@ common words once read every segment holding any of them: all 100k, 200 ms, for 
 dentist near the gym" in the scale benchmark; now the share of its rarest word). Before the statistics exist (a new database; autovacuum
 gathers them) every word weighs the same.
 
+The noun of a "kind of" / "type of" / "sort of" frame is left out: in "what kind of art
+does she make?" it says what form the answer takes, not what it is about, and a turn's
+"kind words" matched it as a rare word (LoCoMo dev: such a turn was the keyword leg's
+first hit for that question).
+
 A query typed with websearch syntax (quoted phrases, ``-exclusions``, ``or``) keeps its
 websearch meaning.
 """
@@ -28,6 +33,7 @@ from memory.retrieval.types import Leg, LegScore, MemoryHit
 _OPERATOR = re.compile(r'"|(^|\s)-\w|\bor\b', re.IGNORECASE)
 _WORD = re.compile(r"[\w']+")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)$")
+_FRAME = re.compile(r"\b(?:kinds?|types?|sorts?)(?=\s+of\b)", re.IGNORECASE)
 NAME_BOOST = 1.5
 COMMON_FREQ = 0.05
 UNSEEN_FREQ = 0.01  # a word's frequency before any statistics exist
@@ -43,9 +49,13 @@ def websearch_query(query: str) -> str:
 
 def weighted_words(query: str) -> tuple[list[str], list[float]]:
     """The question's words, each with its boost: ``NAME_BOOST`` for a capitalised word that
-    does not start a sentence (or is written in capitals), else 1."""
+    does not start a sentence (or is written in capitals), else 1. The noun of a "kind of"
+    frame is left out (the module's docstring)."""
     words, boosts = [], []
+    frames = {m.start() for m in _FRAME.finditer(query)}
     for m in _WORD.finditer(query):
+        if m.start() in frames:
+            continue
         word = m.group()
         starts = bool(_SENTENCE_START.search(query[: m.start()]))
         name = word[:1].isupper() and (not starts or (len(word) > 1 and word.isupper()))

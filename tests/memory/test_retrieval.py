@@ -253,6 +253,9 @@ def test_names_inside_a_question_weigh_more():
     assert weight["Sam"] == weight["Porto"] == weight["LGBTQ"] == NAME_BOOST
     # a capital that only starts a sentence is no name
     assert weight["What"] == weight["Tell"] == weight["tiles"] == weight["events"] == 1.0
+    # the noun of a "kind of" / "type of" / "sort of" frame is not a word of the question
+    framed, _ = weighted_words("What kind of art, what types of dogs, or sort of music? Kind words.")
+    assert framed == ["What", "of", "art", "what", "of", "dogs", "or", "of", "music", "Kind", "words"]
 
 
 async def test_bm25_ors_the_words_and_rare_words_weigh_most(memory, pool):
@@ -268,6 +271,21 @@ async def test_bm25_ors_the_words_and_rare_words_weigh_most(memory, pool):
     # the segments, adds to a score but selects nothing alone
     assert [h.id for h in hits[:2]] == ["talk/k2", "talk/k1"]
     assert len(hits) == 2
+
+
+async def test_the_noun_of_a_kind_of_frame_is_not_searched_for(memory, pool):
+    chatter = [(f"c{i}", "Me", f"We walked the dog on day {i}.", i * 4, i * 4 + 3) for i in range(40)]
+    turns = [*chatter, ("k1", "Me", "Thanks for your kind words about the move.", 400, 403),
+             ("a1", "Me", "My art is mostly watercolour landscapes.", 404, 407)]
+    write(memory.settings.transcripts_dir, payload("talk", turns, started=T0))
+    await memory.ingest_session("talk")
+    await pool.execute("ANALYZE segments")
+    hits = await memory.search(SearchRequest(query="What kind of art do I make?", now=T0, recipe=RecipeName.BM25))
+    # "kind of" says what form the answer takes: the turn with "kind words" is not found
+    assert [h.id for h in hits] == ["talk/a1"]
+    # typed as a topic, the word is searched for
+    kind = await memory.search(SearchRequest(query="kind words", now=T0, recipe=RecipeName.BM25))
+    assert [h.id for h in kind] == ["talk/k1"]
 
 
 async def test_a_question_of_common_words_only_is_selected_by_its_rarest(memory, pool):
