@@ -14,6 +14,9 @@ from its cache, as in the pipeline); ``overhead_ratio`` is
 the pipeline's total over the standalone sum (``overhead_ratio_without_vad``: over the
 sum of the other three, as measured before). Then barge-in (user speech start -> bot
 audio stopped) and typed chat (``POST /v1/chat``: first token, new sessions included).
+While the managed LLM server works, the cores it got and those Annie's process and the
+client took are recorded for the voice turns and for the standalone stages
+(``cpu_while_llm_busy``, :mod:`benchmarks.cpu_share`): the LLM stage's gap between them.
 
     python -m benchmarks.voice_latency [--turns 20] [--barge-ins 5] [--chats 10] [--llm-url URL --llm-model NAME]
 """
@@ -25,12 +28,13 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import shutil
 import socket
 import statistics
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from itertools import pairwise
 from pathlib import Path
@@ -55,6 +59,7 @@ from pipecat.processors.frame_processor import FrameDirection
 from pipecat.transports.base_output import BaseOutputTransport
 
 from benchmarks.common import percentiles, write_result
+from benchmarks.cpu_share import CpuShare
 from benchmarks.voice_peer import RATE, Peer, PeerProcess, loopback_only
 from memory.db import open_database
 from memory.extraction import EXTRACT
@@ -476,7 +481,8 @@ async def process_cores(window_s: float) -> float:
 
 
 async def run(service: VoiceService, observer: StageObserver, turns: int, barges: int, chats: int,
-              peer_in_process: bool = False) -> dict:
+              peer_in_process: bool = False, llm_pid: Callable[[], int | None] | None = None) -> dict:
+    """``llm_pid``: the managed LLM server's process, to split the CPU while it works (``cpu_share``)."""
     import uvicorn
     from fastapi import FastAPI
 
@@ -512,13 +518,19 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
         await peer.connect(base_url)
         await asyncio.sleep(1)
         idle_cores = await process_cores(IDLE_WINDOW_S)
-        results = await voice_turns(peer, observer, [(q, a[0]) for q, a in zip(questions, audio, strict=True)])
+        share = CpuShare({"llm_server": llm_pid or (lambda: None), "annie": os.getpid,
+                          "client": lambda: getattr(peer, "pid", None)}, busy="llm_server")
+        share.start()
+        with share.phase("pipeline"):
+            results = await voice_turns(peer, observer, [(q, a[0]) for q, a in zip(questions, audio, strict=True)])
         barge = await barge_ins(peer, observer, barges, long_asks, stop_pcm) if barges else []
         await peer.close()
         await asyncio.sleep(2)
         chat = await chat_turns(client, [CHATS[i % len(CHATS)] for i in range((chats + 1) // 2)]) if chats else []
     logging.getLogger("voice.service").removeHandler(ends)
-    alone = await standalone(service, [(q, a[1]) for q, a in zip(questions, audio, strict=True)])
+    with share.phase("standalone"):
+        alone = await standalone(service, [(q, a[1]) for q, a in zip(questions, audio, strict=True)])
+    await share.stop()
     server.should_exit = True
     await server_task
 
@@ -549,6 +561,10 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
         # The LLM server's own account of each reply's prompt (the rest came from its cache)
         # and first token, in the pipeline and standalone: where the LLM stage's gap is.
         "llm_server": {"pipeline": server_account(done), "standalone": server_account(alone)},
+        # While the LLM server used a core or more (reading a prompt, writing a reply): the
+        # cores it got, and those Annie's process (with the benchmark's own work) and the
+        # client's took, in the voice turns and in the standalone stages (benchmarks.cpu_share).
+        "cpu_while_llm_busy": share.summary(),
         "overhead_ratio": middle(ratios),
         # the ratio as the benchmark measured it before the VAD's stop was a standalone stage
         "overhead_ratio_without_vad": middle(without_vad),
@@ -611,8 +627,9 @@ async def main() -> None:
                                        gate=memory.gate, synthesis_hold=runtime.synthesis_hold if runtime else None)
                 await service.start()
                 try:
+                    llm_pid = (lambda: runtime.server.pid) if runtime and runtime.server else None
                     result = await run(service, observer, args.turns, args.barge_ins, args.chats,
-                                       args.peer_in_process)
+                                       args.peer_in_process, llm_pid)
                 finally:
                     await service.close()
         finally:

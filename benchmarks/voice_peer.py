@@ -208,6 +208,11 @@ class PeerProcess:
     def __init__(self) -> None:
         self._child: asyncio.subprocess.Process | None = None
 
+    @property
+    def pid(self) -> int | None:
+        """The child's process id, once started."""
+        return self._child.pid if self._child is not None and self._child.returncode is None else None
+
     async def _call(self, op: str, **args: Any) -> Any:
         if self._child is None:
             # The child's log lines (stderr) go where the benchmark's go.
