@@ -258,13 +258,19 @@ def test_names_inside_a_question_weigh_more():
     assert framed == ["What", "of", "art", "what", "of", "dogs", "or", "of", "music", "Kind", "words"]
 
 
+async def ingest_analysed(memory, pool, turns) -> None:
+    """The turns as session "talk", ingested, with the word statistics BM25 reads (what
+    autovacuum does on a live database)."""
+    write(memory.settings.transcripts_dir, payload("talk", turns, started=T0))
+    await memory.ingest_session("talk")
+    await pool.execute("ANALYZE segments")
+
+
 async def test_bm25_ors_the_words_and_rare_words_weigh_most(memory, pool):
     chatter = [(f"c{i}", "Me", f"Sam called again about dinner number {i}.", i * 4, i * 4 + 3) for i in range(60)]
     turns = [*chatter, ("k1", "Me", "Sam mentioned the kitchen tiles.", 400, 403),
              ("k2", "Me", "The kitchen tiles arrived from Porto.", 404, 407)]
-    write(memory.settings.transcripts_dir, payload("talk", turns, started=T0))
-    await memory.ingest_session("talk")
-    await pool.execute("ANALYZE segments")  # what autovacuum does on a live database
+    await ingest_analysed(memory, pool, turns)
     hits = await memory.search(SearchRequest(query="What did Sam say about the tiles from Porto?", now=T0,
                                              recipe=RecipeName.BM25))
     # no segment holds every word; the rare ones (Porto, tiles) decide; "Sam", in over 5 % of
@@ -277,9 +283,7 @@ async def test_the_noun_of_a_kind_of_frame_is_not_searched_for(memory, pool):
     chatter = [(f"c{i}", "Me", f"We walked the dog on day {i}.", i * 4, i * 4 + 3) for i in range(40)]
     turns = [*chatter, ("k1", "Me", "Thanks for your kind words about the move.", 400, 403),
              ("a1", "Me", "My art is mostly watercolour landscapes.", 404, 407)]
-    write(memory.settings.transcripts_dir, payload("talk", turns, started=T0))
-    await memory.ingest_session("talk")
-    await pool.execute("ANALYZE segments")
+    await ingest_analysed(memory, pool, turns)
     hits = await memory.search(SearchRequest(query="What kind of art do I make?", now=T0, recipe=RecipeName.BM25))
     # "kind of" says what form the answer takes: the turn with "kind words" is not found
     assert [h.id for h in hits] == ["talk/a1"]
@@ -293,9 +297,7 @@ async def test_a_question_of_common_words_only_is_selected_by_its_rarest(memory,
     turns = [(f"t{i}", "Me", f"We met near the {'gym' if i % 3 == 0 else 'park'}"
                              f"{' about the dentist' if i % 5 == 0 else ''} on day {i}.", i * 4, i * 4 + 3)
              for i in range(60)]
-    write(memory.settings.transcripts_dir, payload("talk", turns, started=T0))
-    await memory.ingest_session("talk")
-    await pool.execute("ANALYZE segments")
+    await ingest_analysed(memory, pool, turns)
     hits = await memory.search(SearchRequest(query="the dentist near the gym", now=T0, recipe=RecipeName.BM25,
                                              limit=50))
     # only the turns with the rarest word are read (not every turn with "near" or "gym"),
