@@ -12,6 +12,11 @@ is paid for by the LLM server too, whose threads wait for each other at every st
 the encoder has settled on it (two identical packets in a row, a 3-byte packet), is that
 packet again, with no encoder call at all. Handed a packet, aiortc only stamps and sends it
 (without the optional audio-level header, which a browser does not need to play it).
+
+:meth:`OpusPackets.dtx_packet` is the packet an Opus encoder with discontinuous
+transmission (DTX) sends in silence: its table-of-contents byte and no frame (RFC 6716,
+section 3.2.1; libopus returns it in place of a frame it need not send, and a WebRTC
+receiver plays silence, comfort noise, until the next packet comes).
 """
 
 from __future__ import annotations
@@ -81,6 +86,14 @@ class OpusPackets:
         else:
             self._last_silent = self.silent_packet = None
         return self._stamped(packets[-1], pts)
+
+    def dtx_packet(self, pts: int) -> av.Packet:
+        """A packet with no audio: the settled silent packet's table-of-contents byte, for
+        one frame of none (a decoder conceals it as the silence before it). Only once
+        silence has settled (:attr:`silent_packet`)."""
+        if self.silent_packet is None:
+            raise RuntimeError("no DTX packet before silence has settled")
+        return self._stamped(av.Packet(bytes([self.silent_packet[0] & 0xFC])), pts)
 
     def _stamped(self, packet: av.Packet, pts: int) -> av.Packet:
         packet.pts = pts

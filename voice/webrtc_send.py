@@ -19,6 +19,15 @@ connected, silent session, Annie's process with the client in its own, four runs
 alternating: 0.19-0.23 -> 0.14-0.20 cores (0.21 -> 0.17 on average); the voice's latency
 did not move beyond the spread of runs (``benchmarks.voice_latency``).
 
+Once silence has settled and nothing is queued, :class:`OpusPacedTrack` sends what an Opus
+encoder with discontinuous transmission (DTX) sends: one packet with no audio in it, then
+nothing until Annie speaks or 400 ms have passed (libopus's own DTX rhythm). The stream's
+clock goes on meanwhile: the next packet carries the time it is sent at, as after any DTX
+gap, and a receiver plays silence (comfort noise) until it comes. Annie is silent for most
+of a session, and always while the LLM reads the prompt and the voice makes the first
+clause, when two cores are busiest; a connected session sent 50 packets a second there,
+and its peer decoded as many.
+
 The track is swapped in when the client connects, before the transport hears of the
 connection, so nothing has been written to pipecat's own track yet.
 """
@@ -26,6 +35,7 @@ connection, so nothing has been written to pipecat's own track yet.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fractions
 import logging
 import time
@@ -41,6 +51,8 @@ from voice.opus_encode import OPUS_RATES, OpusPackets
 log = logging.getLogger(__name__)
 
 FRAME_MS = 20  # one Opus frame
+# In settled silence a packet leaves at least this often (libopus's DTX sends one every 400 ms).
+DTX_INTERVAL_S = 0.4
 
 
 class PacedAudioTrack(MediaStreamTrack):
@@ -57,6 +69,7 @@ class PacedAudioTrack(MediaStreamTrack):
         self.frame_samples = sample_rate * frame_ms // 1000
         self.frame_bytes = self.frame_samples * 2
         self._queue: deque[tuple[bytes, asyncio.Future | None]] = deque()
+        self._queued = asyncio.Event()  # set when audio is queued
         self._start: float | None = None
         self._sent = 0  # samples handed on
         self._time_base = fractions.Fraction(1, sample_rate)
@@ -74,6 +87,7 @@ class PacedAudioTrack(MediaStreamTrack):
         starts = range(0, len(audio), self.frame_bytes)
         for start in starts:
             self._queue.append((audio[start:start + self.frame_bytes], done if start == starts[-1] else None))
+        self._queued.set()
         return done
 
     async def _next_chunk(self) -> bytes:
@@ -110,18 +124,54 @@ class PacedAudioTrack(MediaStreamTrack):
 
 class OpusPacedTrack(PacedAudioTrack):
     """A :class:`PacedAudioTrack` that hands aiortc its frames as Opus packets, encoded
-    here (:mod:`voice.opus_encode`); the sample rate must be one Opus takes as it is."""
+    here (:mod:`voice.opus_encode`); the sample rate must be one Opus takes as it is. In
+    settled silence it sends a DTX packet every ``dtx_interval_s`` and nothing between."""
 
-    def __init__(self, sample_rate: int, auto_silence: bool = True, frame_ms: int = FRAME_MS) -> None:
+    def __init__(self, sample_rate: int, auto_silence: bool = True, frame_ms: int = FRAME_MS,
+                 dtx_interval_s: float = DTX_INTERVAL_S) -> None:
         super().__init__(sample_rate, auto_silence=auto_silence, frame_ms=frame_ms)
         self.opus = OpusPackets(sample_rate, self.frame_samples)
+        self.dtx_samples = round(dtx_interval_s * sample_rate)
+        self._last_pts = 0  # the pts of the last packet handed on
+        self._last_dtx = False  # whether that packet was a DTX packet
+        self.dtx_sent = 0  # DTX packets handed on
+        self.frames_skipped = 0  # frames of silence not sent at all
 
     async def recv(self) -> av.Packet:  # type: ignore[override]
         while True:
+            if self.auto_silence and self._start is not None and self.opus.silent_packet is not None \
+                    and not self._queue:
+                packet = await self._quiet()
+                if packet is not None:
+                    return packet
             pts, chunk = await self._paced_chunk()
             packet = self.opus.packet(chunk, pts)
             if packet is not None:
+                self._last_pts, self._last_dtx = pts, False
                 return packet
+
+    async def _quiet(self) -> av.Packet | None:
+        """Settled silence and nothing queued: wait for audio, at most until a packet is due;
+        the DTX packet then, or None when audio came first (it goes out at once). The first
+        DTX packet follows the last sound at once, as libopus's does."""
+        self._queued.clear()
+        due = self._last_pts + (self.dtx_samples if self._last_dtx else self.frame_samples)
+        wait = self._start + due / self.sample_rate - time.monotonic()
+        if wait > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._queued.wait(), wait)
+        # The frames not sent meanwhile: the stream's clock goes on to this moment's frame.
+        now = int((time.monotonic() - self._start) * self.sample_rate) // self.frame_samples * self.frame_samples
+        if now > self._sent:
+            self.frames_skipped += (now - self._sent) // self.frame_samples
+            self._sent = now
+        if self._queue:
+            return None
+        pts = self._last_pts = self._sent
+        self._last_dtx = True
+        self._sent += self.frame_samples
+        self.dtx_sent += 1
+        return self.opus.dtx_packet(pts)
 
 
 def send_paced(client: Any, connection: Any) -> bool:

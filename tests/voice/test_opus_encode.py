@@ -3,7 +3,9 @@ decoder hears, silence costs no encoder call once settled, and the stamps are ai
 
 from __future__ import annotations
 
+import asyncio
 import fractions
+import time
 
 import av
 import numpy as np
@@ -124,8 +126,69 @@ def test_each_frame_length_opus_takes_makes_one_packet_per_frame():
 async def test_the_track_hands_out_paced_packets_of_what_was_queued_then_silence():
     track = OpusPacedTrack(RATE)
     track.add_audio_bytes(tone(4).tobytes())
-    packets = [await track.recv() for _ in range(12)]
+    packets = [await track.recv()]
+    while len(bytes(packets[-1])) > 1:  # until the first DTX packet
+        packets.append(await track.recv())
+        assert len(packets) < 20, "silence never settled"
     assert all(isinstance(p, av.Packet) for p in packets)
-    assert [p.pts for p in packets] == [i * FRAME for i in range(12)]
+    assert [p.pts for p in packets] == [i * FRAME for i in range(len(packets))]
     assert all(len(bytes(p)) > 20 for p in packets[:4])  # sound
-    assert track.opus.silent_packet is not None and bytes(packets[-1]) == track.opus.silent_packet
+    assert bytes(packets[-2]) == track.opus.silent_packet  # silence, settled
+    assert bytes(packets[-1]) == bytes([track.opus.silent_packet[0] & 0xFC])  # then DTX
+
+
+def test_a_dtx_packet_is_the_table_of_contents_byte_alone_and_is_heard_as_silence():
+    opus = OpusPackets(RATE, FRAME)
+    with pytest.raises(RuntimeError, match="settled"):
+        opus.dtx_packet(0)
+    packets = [opus.packet(pcm, i * FRAME) for i, pcm in enumerate(frames_of(tone(5)))]
+    pts = 5 * FRAME
+    while opus.silent_packet is None:
+        packets.append(opus.packet(bytes(FRAME * 2), pts))
+        pts += FRAME
+    dtx = opus.dtx_packet(pts)
+    assert len(bytes(dtx)) == 1 and dtx.pts == pts and dtx.time_base == fractions.Fraction(1, RATE)
+    assert bytes(dtx)[0] >> 3 == opus.silent_packet[0] >> 3  # the same mode, bandwidth and frame length
+    assert bytes(dtx)[0] & 0x3 == 0  # one frame (of no bytes)
+    frame = HEARD_RATE // 50
+    heard = decode([*packets, dtx, dtx, dtx])
+    assert len(heard) == (len(packets) + 3) * frame  # each DTX packet stands for a frame
+    assert rms(heard[-3 * frame:]) < 1
+
+
+async def test_in_settled_silence_the_track_sends_a_dtx_packet_every_interval_and_nothing_between():
+    """What an Opus encoder with DTX sends, stamped with the time it leaves: a listener's
+    clock goes on across the gaps."""
+    track = OpusPacedTrack(RATE, dtx_interval_s=0.2)
+    packets = [await track.recv()]
+    started = time.monotonic()
+    while time.monotonic() - started < 0.75:
+        packets.append(await track.recv())
+    elapsed = time.monotonic() - started
+    dtx = [p for p in packets if len(bytes(p)) == 1]
+    assert len(packets) < 12  # 38 frames of 20 ms went by
+    assert 3 <= len(dtx) <= 5
+    gaps = np.diff([p.pts for p in dtx]) / RATE
+    assert all(0.18 <= gap <= 0.25 for gap in gaps), gaps
+    # The stamps follow the clock: the last packet left at its time, not after the last one sent.
+    assert abs(packets[-1].pts / RATE - elapsed) < 0.06
+    assert track.dtx_sent == len(dtx) and track.frames_skipped >= 25
+
+
+async def test_audio_queued_in_a_dtx_gap_leaves_at_once_at_its_time():
+    track = OpusPacedTrack(RATE)  # a DTX packet every 400 ms
+    while len(bytes(await track.recv())) > 1:
+        pass
+    queued_at: list[float] = []
+
+    def speak() -> None:
+        queued_at.append(time.monotonic())
+        track.add_audio_bytes(tone(3).tobytes())
+
+    asyncio.get_running_loop().call_later(0.1, speak)
+    packet = await track.recv()
+    left = time.monotonic()
+    assert left - queued_at[0] < 0.03
+    assert len(bytes(packet)) > 20  # the sound, not the DTX packet due 400 ms after the last
+    assert abs(packet.pts / RATE - (left - track._start)) < 0.03  # stamped with the time it left
+    assert [len(bytes(await track.recv())) > 20 for _ in range(2)] == [True, True]  # the rest of it, paced
