@@ -46,17 +46,18 @@ class _TimedInput(SmallWebRTCInputTransport):
 
 class EchoReferenceTransport(SmallWebRTCTransport):
     """A SmallWebRTC transport whose output feeds ``far_end`` and leaves in 20 ms frames
-    (:mod:`voice.webrtc_send`), and whose input notes in ``mic_arrivals`` when each
-    microphone frame came in."""
+    (:mod:`voice.webrtc_send`, with DTX in silence unless ``dtx`` is off), and whose input
+    notes in ``mic_arrivals`` when each microphone frame came in."""
 
-    def __init__(self, *, far_end: FarEnd, **kwargs) -> None:
+    def __init__(self, *, far_end: FarEnd, dtx: bool = True, **kwargs) -> None:
         super().__init__(**kwargs)
         self.far_end = far_end
+        self.dtx = dtx
         self.mic_arrivals = MicArrivals()
 
     async def _on_client_connected(self, webrtc_connection) -> None:
         # The client has just made its output track; nothing has been written to it yet.
-        send_paced(self._client, webrtc_connection)
+        send_paced(self._client, webrtc_connection, dtx=self.dtx)
         await super()._on_client_connected(webrtc_connection)
 
     def input(self) -> SmallWebRTCInputTransport:

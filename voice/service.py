@@ -260,6 +260,7 @@ class VoiceService:
                                             stt_engine="faster-whisper tiny.en")
             transport = EchoReferenceTransport(
                 far_end=FarEnd(),
+                dtx=self.settings.voice_dtx,
                 webrtc_connection=connection,
                 params=TransportParams(audio_in_enabled=True, audio_out_enabled=True),
             )

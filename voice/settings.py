@@ -52,6 +52,10 @@ class VoiceSettings(BaseSettings):
     # Turns of conversation kept in the LLM context (older ones are dropped).
     max_history_messages: int = 24
     max_voice_sessions: int = 4
+    # In silence Annie's audio sends one packet every 400 ms, as an Opus encoder with DTX
+    # does, instead of 50 a second (voice.webrtc_send); off for a receiver that plays the
+    # gaps badly.
+    voice_dtx: bool = True
     # A voice session with nobody speaking this long ends and frees its resources.
     voice_idle_timeout_s: float = 600.0
     # A session made by POST /start that never receives an offer is dropped after this.

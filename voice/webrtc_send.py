@@ -125,13 +125,14 @@ class PacedAudioTrack(MediaStreamTrack):
 class OpusPacedTrack(PacedAudioTrack):
     """A :class:`PacedAudioTrack` that hands aiortc its frames as Opus packets, encoded
     here (:mod:`voice.opus_encode`); the sample rate must be one Opus takes as it is. In
-    settled silence it sends a DTX packet every ``dtx_interval_s`` and nothing between."""
+    settled silence it sends a DTX packet every ``dtx_interval_s`` and nothing between (None:
+    every frame, silence included)."""
 
     def __init__(self, sample_rate: int, auto_silence: bool = True, frame_ms: int = FRAME_MS,
-                 dtx_interval_s: float = DTX_INTERVAL_S) -> None:
+                 dtx_interval_s: float | None = DTX_INTERVAL_S) -> None:
         super().__init__(sample_rate, auto_silence=auto_silence, frame_ms=frame_ms)
         self.opus = OpusPackets(sample_rate, self.frame_samples)
-        self.dtx_samples = round(dtx_interval_s * sample_rate)
+        self.dtx_samples = None if dtx_interval_s is None else round(dtx_interval_s * sample_rate)
         self._last_pts = 0  # the pts of the last packet handed on
         self._last_dtx = False  # whether that packet was a DTX packet
         self.dtx_sent = 0  # DTX packets handed on
@@ -139,9 +140,9 @@ class OpusPacedTrack(PacedAudioTrack):
 
     async def recv(self) -> av.Packet:  # type: ignore[override]
         while True:
-            if self.auto_silence and self._start is not None and self.opus.silent_packet is not None \
-                    and not self._queue:
-                packet = await self._quiet()
+            if self.dtx_samples is not None and self.auto_silence and self._start is not None \
+                    and self.opus.silent_packet is not None and not self._queue:
+                packet = await self._quiet(self.dtx_samples)
                 if packet is not None:
                     return packet
             pts, chunk = await self._paced_chunk()
@@ -150,12 +151,13 @@ class OpusPacedTrack(PacedAudioTrack):
                 self._last_pts, self._last_dtx = pts, False
                 return packet
 
-    async def _quiet(self) -> av.Packet | None:
-        """Settled silence and nothing queued: wait for audio, at most until a packet is due;
+    async def _quiet(self, interval: int) -> av.Packet | None:
+        """Settled silence and nothing queued: wait for audio, at most until a packet is due
+        (``interval`` samples after the last DTX packet);
         the DTX packet then, or None when audio came first (it goes out at once). The first
         DTX packet follows the last sound at once, as libopus's does."""
         self._queued.clear()
-        due = self._last_pts + (self.dtx_samples if self._last_dtx else self.frame_samples)
+        due = self._last_pts + (interval if self._last_dtx else self.frame_samples)
         wait = self._start + due / self.sample_rate - time.monotonic()
         if wait > 0:
             with contextlib.suppress(TimeoutError):
@@ -174,9 +176,9 @@ class OpusPacedTrack(PacedAudioTrack):
         return self.opus.dtx_packet(pts)
 
 
-def send_paced(client: Any, connection: Any) -> bool:
+def send_paced(client: Any, connection: Any, dtx: bool = True) -> bool:
     """Give pipecat's SmallWebRTC ``client`` a :class:`PacedAudioTrack` (an
-    :class:`OpusPacedTrack` where its rate allows) in place of the
+    :class:`OpusPacedTrack` where its rate allows, with DTX in silence if ``dtx``) in place of the
     output track it has just made for ``connection``; whether it was swapped (not when
     audio output is off or the client has no track where expected)."""
     params = getattr(client, "_params", None)
@@ -186,8 +188,11 @@ def send_paced(client: Any, connection: Any) -> bool:
         log.warning("the WebRTC client has no output track where expected (pipecat changed?): "
                     "Annie's audio leaves in pipecat's 10 ms frames")
         return False
-    paced = OpusPacedTrack if client._out_sample_rate in OPUS_RATES else PacedAudioTrack
-    track = paced(client._out_sample_rate, auto_silence=params.audio_out_auto_silence)
+    if client._out_sample_rate in OPUS_RATES:
+        track: PacedAudioTrack = OpusPacedTrack(client._out_sample_rate, auto_silence=params.audio_out_auto_silence,
+                                                dtx_interval_s=DTX_INTERVAL_S if dtx else None)
+    else:
+        track = PacedAudioTrack(client._out_sample_rate, auto_silence=params.audio_out_auto_silence)
     client._audio_output_track = track
     connection.replace_audio_track(track)
     return True

@@ -137,6 +137,15 @@ async def test_the_track_hands_out_paced_packets_of_what_was_queued_then_silence
     assert bytes(packets[-1]) == bytes([track.opus.silent_packet[0] & 0xFC])  # then DTX
 
 
+async def test_without_dtx_settled_silence_goes_out_every_frame():
+    track = OpusPacedTrack(RATE, dtx_interval_s=None)
+    track.add_audio_bytes(tone(4).tobytes())
+    packets = [await track.recv() for _ in range(12)]
+    assert [p.pts for p in packets] == [i * FRAME for i in range(12)]
+    assert track.opus.silent_packet is not None and bytes(packets[-1]) == track.opus.silent_packet
+    assert track.dtx_sent == 0
+
+
 def test_a_dtx_packet_is_the_table_of_contents_byte_alone_and_is_heard_as_silence():
     opus = OpusPackets(RATE, FRAME)
     with pytest.raises(RuntimeError, match="settled"):

@@ -72,19 +72,22 @@ async def test_frames_do_not_leave_faster_than_real_time():
     assert time.monotonic() - start >= 5 * 0.020 - 0.002  # the first goes at once
 
 
-@pytest.mark.parametrize(("rate", "paced"), [(RATE, OpusPacedTrack), (22050, PacedAudioTrack)])
-async def test_a_connected_session_sends_through_the_paced_track(rate, paced):
+@pytest.mark.parametrize(("rate", "paced", "dtx"), [(RATE, OpusPacedTrack, True), (RATE, OpusPacedTrack, False),
+                                                    (22050, PacedAudioTrack, True)])
+async def test_a_connected_session_sends_through_the_paced_track(rate, paced, dtx):
     """A real aiortc peer connects to Annie's transport: the server's audio sender carries an
     :class:`OpusPacedTrack` (at a rate Opus does not take, a :class:`PacedAudioTrack` whose
     frames aiortc encodes), and audio queued in the pipeline reaches the peer, decoded by
-    the peer's own Opus decoder."""
+    the peer's own Opus decoder; with DTX (the default) after a gap in the packets."""
     loopback_only()
     client = RTCPeerConnection()
     heard: list[float] = []
+    received: list[float] = []
 
     async def listen(track) -> None:
         while True:
             frame = await track.recv()
+            received.append(time.monotonic())
             samples = frame.to_ndarray().astype(np.float32)
             if np.sqrt(np.mean(samples * samples)) > 1000:
                 heard.append(time.monotonic())
@@ -96,7 +99,7 @@ async def test_a_connected_session_sends_through_the_paced_track(rate, paced):
     connection = SmallWebRTCConnection()
     await connection.initialize(sdp=client.localDescription.sdp, type=client.localDescription.type)
     answer = connection.get_answer()
-    transport = EchoReferenceTransport(far_end=FarEnd(), webrtc_connection=connection,
+    transport = EchoReferenceTransport(far_end=FarEnd(), dtx=dtx, webrtc_connection=connection,
                                        params=TransportParams(audio_in_enabled=True, audio_out_enabled=True))
     worker = PipelineWorker(Pipeline([transport.input(), transport.output()]),
                             params=PipelineParams(audio_out_sample_rate=rate), enable_rtvi=False)
@@ -114,12 +117,21 @@ async def test_a_connected_session_sends_through_the_paced_track(rate, paced):
         await asyncio.wait_for(connected.wait(), 20)
         sender = connection.pc.getTransceivers()[0].sender
         assert type(sender.track) is paced
+        if paced is OpusPacedTrack:
+            assert (sender.track.dtx_samples is not None) is dtx
+            await asyncio.sleep(0.5)  # silence settles (nothing has been said yet)
+            silent_from = time.monotonic()
+            await asyncio.sleep(1.0)
+            frames = sum(1 for t in received if t >= silent_from)
+            # The peer decoded a frame per packet: 50 a second, or with DTX one every 400 ms.
+            assert (frames <= 5) if dtx else (frames >= 40), frames
+            assert (sender.track.dtx_sent > 0) is dtx
         tone = (8000 * np.sin(np.arange(rate // 2) * 2 * np.pi * 440 / rate)).astype(np.int16)
         await worker.queue_frame(OutputAudioRawFrame(audio=tone.tobytes(), sample_rate=rate, num_channels=1))
         deadline = time.monotonic() + 10
-        while len(heard) < 10 and time.monotonic() < deadline:
+        while len(heard) < 20 and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        assert len(heard) >= 10  # a loud half second reached the peer
+        assert len(heard) >= 20  # a loud half second (25 frames) reached the peer
     finally:
         await worker.cancel()
         await asyncio.wait_for(running, 10)
