@@ -125,7 +125,7 @@ async def one_run(label: str, env: dict[str, str], windows: int, window_s: float
     print(f"[{label}] starting Annie ({' '.join(f'{k}={v}' for k, v in env.items())})", flush=True)
     server = await asyncio.create_subprocess_exec(
         str(Path(sys.executable).parent / "annie"), "serve", env=server_env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)  # its log lines (stderr) go where ours go
     try:
         await wait_healthy(url, server)
         annie = psutil.Process(server.pid)

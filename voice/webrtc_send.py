@@ -153,9 +153,9 @@ class OpusPacedTrack(PacedAudioTrack):
 
     async def _quiet(self, interval: int) -> av.Packet | None:
         """Settled silence and nothing queued: wait for audio, at most until a packet is due
-        (``interval`` samples after the last DTX packet);
-        the DTX packet then, or None when audio came first (it goes out at once). The first
-        DTX packet follows the last sound at once, as libopus's does."""
+        (``interval`` samples after the last DTX packet; the first follows the last sound at
+        once, as libopus's does); the DTX packet then, or None when audio came first (it
+        goes out at once)."""
         self._queued.clear()
         due = self._last_pts + (interval if self._last_dtx else self.frame_samples)
         wait = self._start + due / self.sample_rate - time.monotonic()
