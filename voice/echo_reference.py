@@ -19,7 +19,7 @@ from pipecat.transports.smallwebrtc.transport import (
 
 from voice.double_talk import FarEnd
 from voice.mic_arrival import MicArrivals
-from voice.webrtc_send import send_paced
+from voice.webrtc_send import OpusPacedTrack, PacedAudioTrack, send_paced
 
 
 class _EchoReferenceOutput(SmallWebRTCOutputTransport):
@@ -53,12 +53,17 @@ class EchoReferenceTransport(SmallWebRTCTransport):
         super().__init__(**kwargs)
         self.far_end = far_end
         self.dtx = dtx
+        self.sent_track: PacedAudioTrack | None = None  # Annie's outgoing track, once connected
         self.mic_arrivals = MicArrivals()
 
     async def _on_client_connected(self, webrtc_connection) -> None:
         # The client has just made its output track; nothing has been written to it yet.
-        send_paced(self._client, webrtc_connection, dtx=self.dtx)
+        self.sent_track = send_paced(self._client, webrtc_connection, dtx=self.dtx)
         await super()._on_client_connected(webrtc_connection)
+
+    def sent_summary(self) -> str:
+        """For the session's log line: what DTX saved on Annie's audio, or ''."""
+        return self.sent_track.summary() if isinstance(self.sent_track, OpusPacedTrack) else ""
 
     def input(self) -> SmallWebRTCInputTransport:
         if not self._input:

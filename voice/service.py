@@ -315,7 +315,8 @@ class VoiceService:
             timed = f"; {transport.mic_arrivals.summary()}" if transport is not None else ""
             paused = f"; {holds.summary()}" if holds is not None else ""
             network = f"; {packets}" if (packets := packets_summary(session.mic_buffers)) else ""
-            log.info("voice session %s ended%s%s%s%s%s", session.id, held, timed, paused, network,
+            dtx = f"; {sent}" if transport is not None and (sent := transport.sent_summary()) else ""
+            log.info("voice session %s ended%s%s%s%s%s%s", session.id, held, timed, paused, network, dtx,
                      _early_answers(voice_pipeline))
 
     def status(self) -> dict[str, Any]:

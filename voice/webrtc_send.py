@@ -175,19 +175,26 @@ class OpusPacedTrack(PacedAudioTrack):
         self.dtx_sent += 1
         return self.opus.dtx_packet(pts)
 
+    def summary(self) -> str:
+        """For a session's log line: what DTX saved, or ''."""
+        if not self.dtx_sent:
+            return ""
+        return (f"in silence her audio sent {self.dtx_sent} DTX packets in place of "
+                f"{self.dtx_sent + self.frames_skipped} frames")
 
-def send_paced(client: Any, connection: Any, dtx: bool = True) -> bool:
+
+def send_paced(client: Any, connection: Any, dtx: bool = True) -> PacedAudioTrack | None:
     """Give pipecat's SmallWebRTC ``client`` a :class:`PacedAudioTrack` (an
     :class:`OpusPacedTrack` where its rate allows, with DTX in silence if ``dtx``) in place of the
-    output track it has just made for ``connection``; whether it was swapped (not when
-    audio output is off or the client has no track where expected)."""
+    output track it has just made for ``connection``; the track given (None when audio
+    output is off or the client has no track where expected)."""
     params = getattr(client, "_params", None)
     if params is None or not params.audio_out_enabled:
-        return False
+        return None
     if getattr(client, "_audio_output_track", None) is None:
         log.warning("the WebRTC client has no output track where expected (pipecat changed?): "
                     "Annie's audio leaves in pipecat's 10 ms frames")
-        return False
+        return None
     if client._out_sample_rate in OPUS_RATES:
         track: PacedAudioTrack = OpusPacedTrack(client._out_sample_rate, auto_silence=params.audio_out_auto_silence,
                                                 dtx_interval_s=DTX_INTERVAL_S if dtx else None)
@@ -195,4 +202,4 @@ def send_paced(client: Any, connection: Any, dtx: bool = True) -> bool:
         track = PacedAudioTrack(client._out_sample_rate, auto_silence=params.audio_out_auto_silence)
     client._audio_output_track = track
     connection.replace_audio_track(track)
-    return True
+    return track

@@ -143,7 +143,7 @@ async def test_without_dtx_settled_silence_goes_out_every_frame():
     packets = [await track.recv() for _ in range(12)]
     assert [p.pts for p in packets] == [i * FRAME for i in range(12)]
     assert track.opus.silent_packet is not None and bytes(packets[-1]) == track.opus.silent_packet
-    assert track.dtx_sent == 0
+    assert track.dtx_sent == 0 and track.summary() == ""
 
 
 def test_a_dtx_packet_is_the_table_of_contents_byte_alone_and_is_heard_as_silence():
@@ -182,6 +182,8 @@ async def test_in_settled_silence_the_track_sends_a_dtx_packet_every_interval_an
     # The stamps follow the clock: the last packet left at its time, not after the last one sent.
     assert abs(packets[-1].pts / RATE - elapsed) < 0.06
     assert track.dtx_sent == len(dtx) and track.frames_skipped >= 25
+    assert track.summary() == (f"in silence her audio sent {len(dtx)} DTX packets in place of "
+                               f"{len(dtx) + track.frames_skipped} frames")
 
 
 async def test_audio_queued_in_a_dtx_gap_leaves_at_once_at_its_time():

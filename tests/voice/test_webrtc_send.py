@@ -126,6 +126,8 @@ async def test_a_connected_session_sends_through_the_paced_track(rate, paced, dt
             # The peer decoded a frame per packet: 50 a second, or with DTX one every 400 ms.
             assert (frames <= 5) if dtx else (frames >= 40), frames
             assert (sender.track.dtx_sent > 0) is dtx
+            assert transport.sent_track is sender.track
+            assert transport.sent_summary().startswith("in silence her audio sent") is dtx
         tone = (8000 * np.sin(np.arange(rate // 2) * 2 * np.pi * 440 / rate)).astype(np.int16)
         await worker.queue_frame(OutputAudioRawFrame(audio=tone.tobytes(), sample_rate=rate, num_channels=1))
         deadline = time.monotonic() + 10
