@@ -22,7 +22,6 @@ import asyncio
 import os
 import re
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ import numpy as np
 import psutil
 
 from benchmarks.common import write_result
+from models.process import free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 RATE = 48000
@@ -90,12 +90,6 @@ async def window(annie: psutil.Process, browser_pid: int, seconds: float) -> dic
     elapsed = time.monotonic() - start
     return {"annie": round((cpu_seconds([annie]) - start_annie) / elapsed, 4),
             "browser": round((cpu_seconds(browser) - start_browser) / elapsed, 4)}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def wait_healthy(url: str, server: asyncio.subprocess.Process, timeout_s: float = 600) -> None:

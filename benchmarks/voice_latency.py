@@ -30,7 +30,6 @@ import json
 import logging
 import os
 import shutil
-import socket
 import statistics
 import tempfile
 import time
@@ -67,6 +66,7 @@ from memory.service import MemoryService
 from memory.settings import MemorySettings
 from memory.vectors.open import open_vector_index
 from models.llm_client import LLMClient
+from models.process import free_port
 from models.settings import ModelSettings
 from models.text_embedding import text_embedding_dim
 from voice.agent import Agent, TextDelta, TurnDone
@@ -492,9 +492,7 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
     app = FastAPI()
     app.state.voice = service
     app.include_router(router)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
     server_task = asyncio.create_task(server.serve())
     while not server.started:
