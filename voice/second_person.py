@@ -23,7 +23,11 @@ _VERBS = {
     "is": "are", "was": "were", "has": "have", "does": "do", "wants": "want", "needs": "need",
     "likes": "like", "loves": "love", "lives": "live", "works": "work", "plans": "plan", "says": "say",
     "thinks": "think", "feels": "feel", "knows": "know", "hopes": "hope", "enjoys": "enjoy",
-    "prefers": "prefer", "mentions": "mention", "remembers": "remember",
+    "prefers": "prefer", "mentions": "mention", "remembers": "remember", "tells": "tell", "asks": "ask",
+    "shares": "share", "talks": "talk", "speaks": "speak", "goes": "go", "gets": "get", "makes": "make",
+    "uses": "use", "sees": "see", "hears": "hear", "keeps": "keep", "visits": "visit", "owns": "own",
+    "calls": "call", "plays": "play", "studies": "study", "teaches": "teach", "misses": "miss",
+    "tries": "try", "seems": "seem",
     "isn't": "aren't", "wasn't": "weren't", "hasn't": "haven't", "doesn't": "don't",
     **{verb: verb for verb in (
         "said mentioned told asked wanted wrote shared went had did planned liked loved lived worked noted "

@@ -23,6 +23,8 @@ def test_the_users_becomes_your():
 def test_the_user_before_a_known_verb_or_after_a_preposition_becomes_you():
     assert streamed(["The user", " said they", " want to plant tomatoes."]) == "You said they want to plant tomatoes."
     assert streamed(["The user", " has", " a dog."]) == "You have a dog."
+    # Annie describing herself in the system prompt's words, to a new user's "Who are you?"
+    assert streamed(["I remember", " what the", " user tells", " me."]) == "I remember what you tell me."
     assert streamed(["The user was", "n't sure."]) == "You weren't sure."
     assert streamed(["I can", " remind the", " user tomorrow."]) == "I can remind you tomorrow."
     assert streamed(["It means a lot", " to the user", "'s sister."]) == "It means a lot to your sister."
@@ -34,8 +36,8 @@ def test_the_user_before_a_known_verb_or_after_a_preposition_becomes_you():
 
 
 def test_other_uses_are_left_as_written():
-    # A verb it does not know would come out wrong ("You goes").
-    assert streamed(["The user", " goes", " home."]) == "The user goes home."
+    # A verb it does not know would come out wrong ("You jogs").
+    assert streamed(["The user", " jogs", " home."]) == "The user jogs home."
     assert streamed(["Other users' data", " and theme user's"]) == "Other users' data and theme user's"
     assert streamed(["The", " user"]) == "The user"
     assert streamed(["The user", " has", "tily left."]) == "The user hastily left."
