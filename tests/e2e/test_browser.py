@@ -38,6 +38,10 @@ async def test_page_talks_and_chats(voice_server, voice_models, tmp_path):
         browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=args)
         try:
             page = await browser.new_page()
+            # What a user with the browser's console open would see go wrong (a missing file, a script error).
+            errors: list[str] = []
+            page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+            page.on("pageerror", lambda error: errors.append(str(error)))
             await page.goto(f"{voice_server.url}/")
             # First visit: the page asks for the token once, then remembers it.
             await expect(page.locator("#token-panel")).to_be_visible()
@@ -76,6 +80,7 @@ async def test_page_talks_and_chats(voice_server, voice_models, tmp_path):
             await expect(page.locator("#status")).to_contain_text("Ready")
             await expect(page.locator("#transcript li.user").last).to_have_text("Where does my sister live?")
             await expect(page.locator("#transcript li.assistant").last).to_have_text(said)
+            assert not errors, errors
         finally:
             await browser.close()
     print(f"screenshots: {artifacts}")
