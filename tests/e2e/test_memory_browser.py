@@ -24,7 +24,7 @@ from memory.api_browser import router as browser_router
 from memory.capture import CapturePayload, CaptureSegment, Emotion, append_payload
 from memory.db import _init_connection, close_pool
 from memory.graph import add_fact, upsert_entity
-from memory.service import MemoryService
+from memory.service import REMEMBER_DEVICE, MemoryService
 from memory.settings import MemorySettings
 from memory.vectors.edge import EdgeVectorIndex
 from models.text_embedding import text_embedding_dim
@@ -80,6 +80,9 @@ async def _plant(service: MemoryService) -> None:
         ("maya-call", "omi", DAY1, [("a", "Me", "My sister Maya lives in Lisbon now", 0, 3, "happy"),
                                     ("b", "Sam", "She moved there in March", 2.5, 5, None)]),
         ("garden-chat", "annie-chat", DAY2, [("a", "Me", "We should plant tomatoes by the fence", 0, 3, None)]),
+        # As MemoryService.remember stores a fact: one session a day from midnight, the fact at its time.
+        ("remember-20260301", REMEMBER_DEVICE, datetime(2026, 3, 1, tzinfo=UTC),
+         [("r1", "user", "The fence is painted green", 14 * 3600 + 5 * 60, 14 * 3600 + 5 * 60, None)]),
     ):
         payload = CapturePayload(session_id=session_id, device_id=device, session_started_at=started.timestamp(),
                                  segments=[CaptureSegment(segment_id=s[0], speaker=s[1], text=s[2], start=s[3], end=s[4],
@@ -139,7 +142,12 @@ async def test_memory_browser_find_correct_forget(tmp_path, database_url, db_poo
                 await expect(page.locator("#token-panel")).to_be_hidden()
                 await expect(page.locator("#days")).to_contain_text("2026-03-05")
                 await expect(page.locator("#day-view")).to_contain_text("tomatoes")
-                await expect(page.locator("#day-view .session h3")).to_contain_text("chat")
+                await expect(page.locator("#day-view .session h3", has_text="chat")).to_contain_text("09:30")
+                # A day's remembered facts are headed by the first one's time, not their session's midnight.
+                await page.click("#days a:has-text('2026-03-01')")
+                await expect(page.locator("#day-view .session h3", has_text="remembered")).to_contain_text("14:05")
+                await page.click("#days a:has-text('2026-03-05')")
+                await expect(page.locator("#day-view")).to_contain_text("tomatoes")
 
                 # Find Maya: the current fact, the history, the segment it was heard in.
                 await page.click("#tab-entities")

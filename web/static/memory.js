@@ -195,7 +195,8 @@ async function renderDay(day) {
   for (const session of data.sessions) {
     view.append(el("article", { class: "panel session", dataset: { session: session.session_id } },
       el("div", { class: "row between" },
-        el("h3", {}, `${fmtTime(session.started_at)} · ${session.source}`,
+        // From its first line: a day's remembered facts share one session that starts at midnight.
+        el("h3", {}, `${fmtTime(session.segments.length ? session.segments[0].timestamp : session.started_at)} · ${session.source}`,
           el("span", { class: "muted" }, ` ${session.session_id}`)),
         el("button", { type: "button", class: "small forget-session",
           onclick: () => forgetWithConfirmation({ kind: "session", session_id: session.session_id }) }, "Forget session")),
