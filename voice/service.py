@@ -323,6 +323,9 @@ class VoiceService:
         self._expire_pending()
         return {
             "models_loaded": self.models is not None,
+            # The LLM is reading a conversation's start for the first time since the start
+            # (the page waits for it: a first turn now would read it again beside it).
+            "warming": self.primer.warming,
             "memory": self.memory is not None,
             "llm_backends": list(self.backends),
             "default_llm_backend": self.default_backend,

@@ -10,7 +10,9 @@ import httpx
 import pytest
 
 from benchmarks.voice_peer import loopback_only
-from tests.voice.support import kokoro_wav
+from models.process_pause import ProcessPause
+from tests.voice.support import FixedMemory, kokoro_wav, serve, voice_settings
+from voice.service import VoiceService
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -121,3 +123,40 @@ async def test_a_reload_while_annie_answers_shows_the_whole_answer(voice_server)
             await expect(page.locator("#transcript li.assistant").last).to_have_text(session["messages"][-1]["text"])
         finally:
             await browser.close()
+
+
+async def test_the_page_waits_for_the_first_warm_up(voice_server, managed_llm, model_settings, tmp_path):
+    """Right after a start the LLM reads a conversation's start for the first time: the page
+    says so and keeps Talk and Send off until it is done (a question then would be read
+    beside it). A new service beside the test server's, with its models, a briefing the
+    LLM server has never read, and the LLM server held still while the page loads."""
+    from playwright.async_api import async_playwright, expect
+
+    memory = FixedMemory([f"On the {n}th I planted {n} rows of leeks behind the shed." for n in range(4, 12)])
+    service = VoiceService(voice_settings(tmp_path / "voice"), model_settings, managed_llm.client, memory,
+                           backend_name=managed_llm.backend.value)
+    service.models, service.intents = voice_server.service.models, voice_server.service.intents
+    pause = ProcessPause(lambda: managed_llm.server.pid, name="llama-server", max_hold_s=120)
+    try:
+        with pause.held():
+            await service.start()
+            async with serve(service) as server, async_playwright() as p:
+                browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=[
+                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"])
+                try:
+                    page = await browser.new_page()
+                    await page.goto(f"{server.url}/#token={server.token}")
+                    await expect(page.locator("#status")).to_contain_text("Getting ready")
+                    await expect(page.locator("#talk")).to_be_disabled()
+                    await expect(page.locator("#chat-send")).to_be_disabled()
+                    assert service.primer.warming
+                    pause.resume()
+                    await expect(page.locator("#status")).to_contain_text("Ready.", timeout=300_000)
+                    await expect(page.locator("#talk")).to_be_enabled()
+                    await expect(page.locator("#chat-send")).to_be_enabled()
+                    assert not service.primer.warming and service.primer.warm_ups >= 1
+                finally:
+                    await browser.close()
+    finally:
+        pause.resume()
+        await service.close()

@@ -7,6 +7,7 @@ import httpx
 import pytest
 
 from models.llm_client import LLMClient
+from models.process import free_port
 from tests.voice.support import FixedMemory, voice_settings
 from voice.agent import Agent, TextDelta
 from voice.primer import PromptPrimer
@@ -122,6 +123,39 @@ async def test_a_session_starting_after_memory_changed_finds_its_prompt_cached(m
         })).json()
     assert "Pixel" not in system  # the session took the briefing already read
     assert reply["timings"]["prompt_n"] < 16, reply["timings"]
+
+
+@pytest.mark.slow
+async def test_only_the_first_warm_up_after_a_start_is_warming(managed_llm, tmp_path):
+    """The page waits while no conversation's start is cached (``warming``); a later
+    warm-up (a changed briefing: a few tokens more) does not hold it up."""
+    settings = voice_settings(tmp_path, briefing_refresh_s=0.0)
+    memory = FixedMemory()
+    primer = PromptPrimer(managed_llm.client, memory, settings)
+    assert not primer.warming  # nothing asked for yet
+    primer.warm_soon()
+    assert primer.warming
+    await primer.wait()
+    assert not primer.warming and primer.warm_ups == 1
+    memory.hits[:0] = FixedMemory(["Yesterday I adopted a grey cat called Pixel from the shelter."]).hits
+    primer.warm_soon()
+    assert not primer.warming
+    await primer.wait()
+    assert primer.warm_ups == 2
+
+
+async def test_a_warm_up_that_failed_is_not_warming(tmp_path):
+    """With the LLM server unreachable the page does not wait for ever: the failed warm-up
+    ends the wait, and the first turn says what is wrong."""
+    dead = LLMClient(f"http://127.0.0.1:{free_port()}/v1", "local")
+    primer = PromptPrimer(dead, FixedMemory(), voice_settings(tmp_path))
+    primer.warm_soon()
+    assert primer.warming
+    await primer.wait()
+    try:
+        assert not primer.warming and primer.warm_ups == 0
+    finally:
+        await dead.close()
 
 
 async def _next_turn_read(agent: Agent, first: str, then: str, *, read_ahead: bool) -> float:

@@ -268,5 +268,32 @@ chatForm.addEventListener("submit", async (event) => {
 
 // ---- token -------------------------------------------------------------------
 
-setUpToken("/api/status", () => { setStatus("Ready. Press Talk or type a message.", "ok"); warmUp(); return restoreChat(); },
-           "Enter the access token to start.");
+// Right after Annie starts, the language model reads her instructions for the first time
+// (tens of seconds on a small computer). Talk and Send wait for it: a first question now
+// would be read beside it and answered later than if it waited.
+async function whenWarm(response) {
+  let status = await response.json();
+  if (status.warming) {
+    setStatus("Getting ready: Annie is reading her instructions (the first time after a start takes a while)…",
+              "busy");
+    talkButton.disabled = true;
+    $("chat-send").disabled = true;
+    try {
+      while (status.warming) {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        status = await (await api("/api/status")).json();
+      }
+    } finally {
+      talkButton.disabled = false;
+      $("chat-send").disabled = false;
+    }
+  }
+  setStatus("Ready. Press Talk or type a message.", "ok");
+}
+
+setUpToken("/api/status", async (response) => {
+  const restored = restoreChat();
+  await whenWarm(response);
+  warmUp();
+  return restored;
+}, "Enter the access token to start.");

@@ -41,9 +41,9 @@ async function request(path, options = {}) {
 }
 
 // The token panel: a token from the form or from "#token=" in the address is checked
-// against ``checkPath``; once it works, ``onReady`` runs.
+// against ``checkPath``; once it works, ``onReady`` runs with its response.
 function setUpToken(checkPath, onReady, prompt) {
-  const ready = () => request(checkPath).then(() => { $("token-panel").hidden = true; return onReady(); });
+  const ready = () => request(checkPath).then((response) => { $("token-panel").hidden = true; return onReady(response); });
   $("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const value = $("token-input").value.trim();
