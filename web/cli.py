@@ -18,7 +18,9 @@ def _setup_logging(verbose: bool) -> None:
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
     )
-    for noisy in ("httpx", "httpcore", "urllib3", "asyncio"):
+    # Warnings only: a line per LLM request (httpx2, the LLM client's), a dozen per WebRTC
+    # connection (aioice's candidate checks).
+    for noisy in ("httpx", "httpx2", "httpcore", "urllib3", "asyncio", "aioice", "aiortc"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
