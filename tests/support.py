@@ -15,6 +15,11 @@ import uvicorn
 
 from models.process import free_port
 
+# How long a browser test waits for the page's "Ready" on its first load after a server
+# started: the page waits for the LLM's first reading of a conversation's start (seconds;
+# a minute or more on a slow machine shared with other work).
+FIRST_READY_MS = 300_000
+
 
 def wait_healthy(proc: subprocess.Popen, url: str, what: str, timeout: float = 240,
                  log: Path | None = None) -> None:

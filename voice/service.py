@@ -286,8 +286,7 @@ class VoiceService:
                 session.state = "connected"
                 frames: list[Any] = [page_message({"type": "state", "state": "connected", "session_id": session.id})]
                 if self.settings.greeting:
-                    frames.append(page_message({"type": "transcript", "role": "assistant",
-                                                "text": self.settings.greeting, "final": True}))
+                    # The page shows it as it is said (voice.pipeline.SpokenToPage), as a reply.
                     frames.append(TTSSpeakFrame(self.settings.greeting))
                 await worker.queue_frames(frames)
 

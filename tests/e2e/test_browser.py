@@ -11,6 +11,7 @@ import pytest
 
 from benchmarks.voice_peer import loopback_only
 from models.process_pause import ProcessPause
+from tests.support import FIRST_READY_MS
 from tests.voice.support import FixedMemory, kokoro_wav, serve, voice_settings
 from voice.service import VoiceService
 
@@ -49,7 +50,7 @@ async def test_page_talks_and_chats(voice_server, voice_models, tmp_path):
             await expect(page.locator("#token-panel")).to_be_visible()
             await page.fill("#token-input", voice_server.token)
             await page.click("#token-form button[type=submit]")
-            await expect(page.locator("#status")).to_contain_text("Ready")
+            await expect(page.locator("#status")).to_contain_text("Ready", timeout=FIRST_READY_MS)
             await page.reload()
             await expect(page.locator("#status")).to_contain_text("Ready")
             await expect(page.locator("#token-panel")).to_be_hidden()
@@ -63,6 +64,8 @@ async def test_page_talks_and_chats(voice_server, voice_models, tmp_path):
             reply = page.locator("#transcript li.assistant", has_text="Lisbon").first
             await expect(reply).to_contain_text("Lisbon", timeout=180_000)
             await page.screenshot(path=artifacts / "2-voice.png")
+            # The greeting is on the page once, as it was said.
+            await expect(page.locator("#transcript li.assistant", has_text="What's on your mind")).to_have_count(1)
             # The status line followed the turn: Annie was seen thinking, searching and speaking.
             states = await page.evaluate("window.annieTurnStates")
             assert "thinking" in states and "speaking" in states, states
@@ -102,7 +105,7 @@ async def test_a_reload_while_annie_answers_shows_the_whole_answer(voice_server)
         try:
             page = await browser.new_page()
             await page.goto(f"{voice_server.url}/#token={voice_server.token}")
-            await expect(page.locator("#status")).to_contain_text("Ready")
+            await expect(page.locator("#status")).to_contain_text("Ready", timeout=FIRST_READY_MS)
             await page.fill("#chat-input", question)
             await page.click("#chat-send")
             answer = page.locator("#transcript li.assistant").last
@@ -151,7 +154,7 @@ async def test_the_page_waits_for_the_first_warm_up(voice_server, managed_llm, m
                     await expect(page.locator("#chat-send")).to_be_disabled()
                     assert service.primer.warming
                     pause.resume()
-                    await expect(page.locator("#status")).to_contain_text("Ready.", timeout=300_000)
+                    await expect(page.locator("#status")).to_contain_text("Ready.", timeout=FIRST_READY_MS)
                     await expect(page.locator("#talk")).to_be_enabled()
                     await expect(page.locator("#chat-send")).to_be_enabled()
                     assert not service.primer.warming and service.primer.warm_ups >= 1

@@ -28,7 +28,7 @@ from memory.service import MemoryService
 from memory.settings import MemorySettings
 from memory.vectors.edge import EdgeVectorIndex
 from models.text_embedding import text_embedding_dim
-from tests.support import served
+from tests.support import FIRST_READY_MS, served
 from tests.voice.support import voice_settings
 from voice.api import router as voice_router
 from voice.service import VoiceService
@@ -96,7 +96,7 @@ async def test_the_dashboard_shows_a_chat_turn_live_and_replays_it(tmp_path, dat
 
                 chat = await context.new_page()
                 await chat.goto(f"{url}/")
-                await expect(chat.locator("#status")).to_contain_text("Ready")
+                await expect(chat.locator("#status")).to_contain_text("Ready", timeout=FIRST_READY_MS)
                 await chat.fill("#chat-input", "Where does my sister live?")
                 await chat.click("#chat-send")
                 # While the turn runs, its stage glows on the dashboard.
