@@ -19,7 +19,7 @@ from pipecat.transports.smallwebrtc.transport import (
 
 from voice.double_talk import FarEnd
 from voice.mic_arrival import MicArrivals
-from voice.webrtc_send import OpusPacedTrack, PacedAudioTrack, send_paced
+from voice.webrtc_send import PacedAudioTrack, send_paced
 
 
 class _EchoReferenceOutput(SmallWebRTCOutputTransport):
@@ -63,7 +63,7 @@ class EchoReferenceTransport(SmallWebRTCTransport):
 
     def sent_summary(self) -> str:
         """For the session's log line: what DTX saved on Annie's audio, or ''."""
-        return self.sent_track.summary() if isinstance(self.sent_track, OpusPacedTrack) else ""
+        return self.sent_track.summary() if self.sent_track is not None else ""
 
     def input(self) -> SmallWebRTCInputTransport:
         if not self._input:

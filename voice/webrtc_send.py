@@ -113,6 +113,10 @@ class PacedAudioTrack(MediaStreamTrack):
         self._sent += self.frame_samples
         return pts, chunk
 
+    def summary(self) -> str:
+        """For a session's log line: what this track saved (nothing: it sends every frame)."""
+        return ""
+
     async def recv(self) -> av.AudioFrame:
         pts, chunk = await self._paced_chunk()
         frame = av.AudioFrame.from_ndarray(np.frombuffer(chunk, np.int16)[None, :], format="s16", layout="mono")
