@@ -11,7 +11,9 @@ answers (category 3) are scored against the gold answer's first ';' alternative.
 
 An abstention is an answer saying Annie does not know, does not remember, or has
 nothing about it in memory. Annie's fixed "cannot check my memory right now" reply is
-not an abstention: it says nothing about what memory holds, and is counted apart.
+not an abstention: it says nothing about what memory holds, and is counted apart. A
+refusal declines what was asked ("I'm sorry, but I can't ..."): wrong for a request that
+is not about memory at all (a story, a joke).
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ ABSTENTIONS = (
     "no mention", "doesn't say", "does not say", "don't see", "nothing was said", "no details", "unknown",
     "have no idea", "no idea", "couldn't find", "could not find", "can't find", "cannot find",
 )
+# An answer that declines what was asked ("I'm sorry, but I can't ...").
+REFUSALS = ("i'm sorry", "i am sorry", "i can't", "i cannot", "i'm unable", "i am unable", "i'm not able",
+            "i am not able", "unable to help", "can't help", "cannot help", "can't assist", "cannot assist")
 CANNOT_CHECK = ("can't check my memory", "cannot check my memory", "could not be checked", "can't reach my memory")
 
 
@@ -82,6 +87,27 @@ def abstains(answer: str) -> bool:
     cannot-check reply)."""
     lowered = answer.casefold().replace("’", "'")
     return not cannot_check(answer) and any(phrase in lowered for phrase in ABSTENTIONS)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
+
+
+def refuses(answer: str) -> bool:
+    """The answer opens by declining or apologising instead of doing what was asked (only
+    its first sentence: a story's "I can't wait," is not a refusal)."""
+    opening = _SENTENCE_END.split(answer.strip(), maxsplit=1)[0]
+    lowered = opening.casefold().replace("’", "'")
+    return any(phrase in lowered for phrase in REFUSALS)
+
+
+_MY = re.compile(r"\bmy\s+([\w'’-]+)", re.IGNORECASE)
+
+
+def speaks_as_user(question: str, answer: str) -> bool:
+    """The answer says "my X" where the question said "my X": the user's words taken as
+    Annie's own ("When is my dentist appointment?" -> "My dentist appointment is ...")."""
+    theirs = {word.casefold() for word in _MY.findall(question)}
+    return any(word.casefold() in theirs for word in _MY.findall(answer))
 
 
 _POSSESSIVE = re.compile(r"['’]s\b")

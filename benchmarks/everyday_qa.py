@@ -13,7 +13,12 @@ Then every question is asked in a new chat session through the real answer path
 in memory: right when the answer holds the expected words and none of the question's
 "wrong" ones (a detail of another memory mixed in). The others do not: right when
 Annie abstains (says she does not know or has nothing about it); an answer that neither
-abstains nor says memory cannot be checked right now counts as invented.
+abstains nor says memory cannot be checked right now counts as invented. The set's
+"requests" are not about the user's life (a story, a joke, a fact, a tip): right when
+Annie does what was asked, neither abstaining nor refusing, with the expected words where
+given; they are also asked first, by a new user whose memory is still empty. Every
+answer that takes the user's "my X" as Annie's own ("When is my dentist
+appointment?" -> "My dentist appointment is ...") is counted too.
 
 ``--concurrent N`` (default 4) asks the questions a second time with N chats running at
 once, as several people (or tabs) would. Run: ``python -m benchmarks.everyday_qa``.
@@ -32,7 +37,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from benchmarks.answer_path import Answer, AnswerPath
-from benchmarks.answer_scoring import abstains, cannot_check, has_words
+from benchmarks.answer_scoring import abstains, cannot_check, has_words, refuses, speaks_as_user
 from benchmarks.common import close_quietly, percentiles, write_result
 from ingest.omi import parse_conversation, parse_transcript
 from ingest.service import IngestService
@@ -101,8 +106,13 @@ async def indexed(memory: MemoryService, expected: int, timeout_s: float = 600) 
 def judge(question: dict, answer: Answer) -> dict:
     answerable = question.get("answerable", True)
     out = {"question": question["q"], "answerable": answerable, **answer.as_dict(),
-           "abstained": abstains(answer.text), "cannot_check": cannot_check(answer.text)}
-    if answerable:
+           "abstained": abstains(answer.text), "cannot_check": cannot_check(answer.text),
+           "as_user": speaks_as_user(question["q"], answer.text)}
+    if question.get("request"):
+        out["refused"] = refuses(answer.text)
+        out["right"] = (not out["abstained"] and not out["refused"] and not out["cannot_check"]
+                        and has_words(answer.text, question.get("expect", [])))
+    elif answerable:
         wrong = question.get("wrong", [])
         out["right"] = (has_words(answer.text, question["expect"]) and not out["abstained"]
                         and not (wrong and has_words(answer.text, [wrong])))
@@ -112,8 +122,14 @@ def judge(question: dict, answer: Answer) -> dict:
     return out
 
 
-async def ask_all(questions: list[dict], memory: MemoryService, path: AnswerPath, at_once: int) -> dict:
-    """Every question in its own new chat, ``at_once`` chats running together."""
+def share(records: list[dict]) -> float | None:
+    """The share of ``records`` that are right (None for none)."""
+    return round(sum(r["right"] for r in records) / len(records), 4) if records else None
+
+
+async def ask_all(questions: list[dict], requests: list[dict], memory: MemoryService, path: AnswerPath,
+                  at_once: int) -> dict:
+    """Every question and request in its own new chat, ``at_once`` chats running together."""
     agent, primer = path.agent(memory), path.primer(memory)
     slots = asyncio.Semaphore(at_once)
 
@@ -126,24 +142,27 @@ async def ask_all(questions: list[dict], memory: MemoryService, path: AnswerPath
             return record
 
     started = time.perf_counter()
-    records = await asyncio.gather(*(one(q) for q in questions))
+    asked = await asyncio.gather(*(one(q) for q in [*questions, *({**r, "request": True} for r in requests)]))
     wall = time.perf_counter() - started
     await primer.close()
+    records, done = asked[:len(questions)], asked[len(questions):]
     yes = [r for r in records if r["answerable"]]
     no = [r for r in records if not r["answerable"]]
     return {
         "chats_at_once": at_once,
-        "answerable": {"n": len(yes), "right": round(sum(r["right"] for r in yes) / len(yes), 4),
-                       "abstained": sum(r["abstained"] for r in yes),
+        "answerable": {"n": len(yes), "right": share(yes), "abstained": sum(r["abstained"] for r in yes),
                        "cannot_check": sum(r["cannot_check"] for r in yes)},
-        "unanswerable": {"n": len(no), "abstention": round(sum(r["right"] for r in no) / len(no), 4),
-                         "invented": sum(r["invented"] for r in no),
+        "unanswerable": {"n": len(no), "abstention": share(no), "invented": sum(r["invented"] for r in no),
                          "cannot_check": sum(r["cannot_check"] for r in no)},
-        "answer_time": percentiles([r["seconds"] * 1000 for r in records]),
-        "first_token_time": percentiles([r["first_token_s"] * 1000 for r in records
+        "requests": {"n": len(done), "right": share(done), "abstained": sum(r["abstained"] for r in done),
+                     "refused": sum(r["refused"] for r in done)},
+        "as_user": sum(r["as_user"] for r in asked),
+        "answer_time": percentiles([r["seconds"] * 1000 for r in asked]),
+        "first_token_time": percentiles([r["first_token_s"] * 1000 for r in asked
                                          if r["first_token_s"] is not None] or [0.0]),
         "wall_seconds": round(wall, 1),
         "questions": records,
+        "requests_asked": done,
     }
 
 
@@ -174,21 +193,28 @@ async def run(concurrent: int, database_url: str | None) -> dict:
         path.gate = memory.gate
         try:
             await memory.start()
+            requests = data.get("requests", [])
+            # A new user's first asks, before anything is remembered.
+            new_user = await ask_all([], requests, memory, path, 1)
             t0 = time.perf_counter()
             planted = await plant(data["memories"], memory, ingest, path)
             expected = sum(len(m.get("segments", [])) or 1 for m in data["memories"])
             await indexed(memory, expected)
             planted["seconds"] = round(time.perf_counter() - t0, 1)
-            runs = [await ask_all(data["questions"], memory, path, 1)]
+            runs = [await ask_all(data["questions"], requests, memory, path, 1)]
             if concurrent > 1:
-                runs.append(await ask_all(data["questions"], memory, path, concurrent))
+                runs.append(await ask_all(data["questions"], requests, memory, path, concurrent))
         finally:
             await close_quietly(runtime.close)
-    summary = {f"x{r['chats_at_once']}": {k: r[k] for k in ("answerable", "unanswerable", "answer_time")}
+    summary = {f"x{r['chats_at_once']}": {k: r[k] for k in ("answerable", "unanswerable", "requests", "as_user",
+                                                             "answer_time")}
                for r in runs}
-    return {"dataset": f"{DATA.name}: {len(data['questions'])} questions, {len(data['memories'])} memories",
+    summary["new_user"] = {"requests": new_user["requests"], "answer_time": new_user["answer_time"]}
+    return {"dataset": f"{DATA.name}: {len(data['questions'])} questions, {len(data.get('requests', []))} requests, "
+                       f"{len(data['memories'])} memories",
             "model": models.llm_model, "planted": planted, "summary": summary,
-            "targets": {"answerable_right": 0.90, "unanswerable_abstention": 0.95}, "runs": runs}
+            "targets": {"answerable_right": 0.90, "unanswerable_abstention": 0.95, "requests_right": 0.90}, "runs": runs,
+            "new_user": new_user}
 
 
 def main() -> None:
