@@ -33,6 +33,7 @@ from memory.forget_tools import PendingForget, carry_out, propose_forget_about
 from memory.ingestion import FileIngestor
 from memory.people import known_people
 from memory.query_batch import QueryEmbedder
+from memory.retrieval.about_owner import about_owner, asks_about_owner
 from memory.retrieval.context import replies_to_questions
 from memory.retrieval.filters import SearchFilters
 from memory.retrieval.recipes import RECIPES, RecipeName, SearchRecipe
@@ -214,7 +215,10 @@ class MemoryService:
                      now: datetime | None = None) -> list[MemoryHit]:
         """What the ``search_memory`` tool shows: the top ``limit`` hits less those only the
         embedding found far below the best (:mod:`memory.retrieval.relevance`), a question
-        among them followed by the turn that answered it."""
+        among them followed by the turn that answered it. A question about the owner alone
+        ("What do you know about me?") gets the owner's own lines (:mod:`memory.retrieval.about_owner`)."""
+        if asks_about_owner(query):
+            return await about_owner(self.pool, self.settings.user_id, now or datetime.now(UTC), limit)
         hits = await self.search(SearchRequest(query=query, hours_back=hours_back, limit=limit, now=now))
         margin = VECTOR_MARGINS[self.model_settings.embedder]
         return await replies_to_questions(self.pool, worth_reading(hits, margin), self.settings.user_id, limit)

@@ -40,7 +40,7 @@ from voice.intent_rules import (
 from voice.memory_port import MemoryPort
 from voice.prefill import NEXT_TURN, TurnPrefill
 from voice.prompts import ARGUMENTS_SYSTEM, MEMORY_NOTE, PLAIN_ANSWER, TOOL_NOTE, router_messages, system_prompt
-from voice.second_person import SecondPerson
+from voice.second_person import SecondPerson, owned_words
 from voice.settings import ToolRouting, VoiceSettings
 from voice.textfilter import ToolCall, ToolTextFilter
 from voice.tools import MEMORY_TOOLS, TOOL_NAMES, TOOLS, Table, Tool, ToolResult, ToolRunner, action_schema
@@ -357,7 +357,8 @@ class Agent:
         stats: dict[str, float] = {}
         said = len(spoken)
         echo = EchoGuard(NOTE_HEADINGS)
-        you = SecondPerson()  # "the user's" -> "your", "The user said" -> "You said"
+        # "the user's" -> "your", "The user said" -> "You said", the user's "my dentist" -> "your dentist"
+        you = SecondPerson(owned_words(last_user_text(convo), tool_results(convo)))
         try:
             async for delta in self.llm.stream(llm_messages(convo), max_tokens=self.settings.max_reply_tokens,
                                                temperature=self.settings.reply_temperature, stats=stats):

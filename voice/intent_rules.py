@@ -83,7 +83,9 @@ def cue(message: str) -> Tool | None:
     if _EXPLICIT_THINK.search(message):
         return Tool.THINK
     if _ABOUT_CUE.search(message):
-        return Tool.RECALL_ENTITY
+        # "What do you know about me?" is not about a named entity: memory answers it from
+        # the user's own words (a search, which memory reads as about the user).
+        return Tool.SEARCH_MEMORY if (about_name(message) or "").casefold() in _THE_USER else Tool.RECALL_ENTITY
     if _DAY_CUE.search(message):
         return Tool.DAILY_SUMMARY
     return None
@@ -113,6 +115,9 @@ def _bare_name(text: str) -> str | None:
     name = re.sub(r"^(?:my |our |the )?(?:(?:good |old |best )?(?:friend|colleague|neighbou?r|boss|cousin|pal|mate|"
                   r"coworker|co-worker|buddy)\s+)?", "", name, flags=re.IGNORECASE).strip()
     return name or None
+
+
+_THE_USER = frozenset({"me", "myself"})
 
 
 def about_name(message: str) -> str | None:

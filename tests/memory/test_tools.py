@@ -142,3 +142,29 @@ def test_every_line_keeps_a_whole_word_prefix_of_what_was_said_within_the_cut(te
     assert said.startswith(undated)
     if len(said) > LINE_CHARS and " " in said[: LINE_CHARS + 1]:
         assert said[len(undated):len(undated) + 1] == " "  # cut at a word's end
+
+
+async def test_a_question_about_the_owner_alone_gets_their_own_words(service):
+    """"What do you know about me?" has no word to search for: it is answered by what the
+    owner asked to be remembered, then what they said of themselves; never another
+    speaker's "my daughter", never a sensitive line."""
+    ids = await _seed(service)
+    day = NOW - timedelta(hours=3)
+    path = write(service.settings.transcripts_dir, payload("s2", [
+        ("a1", "SPEAKER_01", "By the way, my daughter Emma just started at the university in Utrecht.", 0, 3),
+        ("a2", "user", "Right, we're reading The Overstory this month.", 3, 6),
+        ("a3", "user", "My sister Maya lives in Lisbon now.", 6, 9),
+        ("a4", "user", "I parked on level 3.", 9, 12, True),  # remembered on request: pinned
+        ("a5", "user", "Dr. Lee says my blood test results are worrying.", 12, 15),  # sensitive
+    ], started=day))
+    await service.ingestor.ingest_file(path)
+    await service.pool.execute("INSERT INTO entity_mentions (entity_id, session_id, segment_id, mentioned_at) "
+                               "VALUES ($1, 's2', 'a5', $2)", ids["lee"], day)
+    for question in ("What do you know about me?", "Tell me one thing you remember about me.", "Who am I?"):
+        text = await service.search_memory(question, now=NOW)
+        assert text.splitlines() == ["2026-03-20 you said: I parked on level 3.",
+                                     "2026-03-20 you said: My sister Maya lives in Lisbon now."], question
+    assert await service.search_memory("What do you know about me?", now=day - timedelta(days=2)) == (
+        "No memories found.")  # nothing said yet then
+    # Anything more in the question is searched for as before.
+    assert "Emma" in await service.search_memory("What do you know about me and Emma?", now=NOW)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from voice.intent_rules import asks_to_recall, asks_to_store, asks_to_think, said_in, shape
+from voice.intent_rules import asks_to_recall, asks_to_store, asks_to_think, cue, said_in, shape
+from voice.tools import Tool
 
 
 @pytest.mark.parametrize("message, recall, store", [
@@ -56,3 +57,13 @@ def test_the_scratchpad_needs_words_that_ask_for_it(message, think):
 ])
 def test_thanks_and_goodbyes_are_answered_without_asking_the_llm_to_route(message, action):
     assert str(shape(message)) == action
+
+
+@pytest.mark.parametrize("message, tool", [
+    ("What do you know about Rajesh?", Tool.RECALL_ENTITY),
+    ("What do you know about me?", Tool.SEARCH_MEMORY),  # memory answers with the user's own words
+    ("What do you remember about myself?", Tool.SEARCH_MEMORY),
+    ("Tell me everything you know about my friend Marco.", Tool.RECALL_ENTITY),
+])
+def test_what_is_known_about_the_user_is_a_search_not_an_entity(message, tool):
+    assert cue(message) is tool

@@ -7,11 +7,11 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from voice.second_person import SecondPerson, rewrite
+from voice.second_person import SecondPerson, owned_words, rewrite
 
 
-def streamed(pieces: list[str]) -> str:
-    you = SecondPerson()
+def streamed(pieces: list[str], owned: frozenset[str] = frozenset()) -> str:
+    you = SecondPerson(owned)
     return "".join(you.feed(p) for p in pieces) + you.finish()
 
 
@@ -51,6 +51,32 @@ def test_a_piece_is_held_only_while_it_may_become_one():
     assert you.finish() == ""
 
 
+def test_the_users_own_words_are_theirs():
+    # The bundled model copied the question's words (benchmarks.everyday_qa).
+    owned = owned_words("When is my dentist appointment?")
+    assert owned == {"dentist"}
+    assert streamed(["My", " dentist", " appointment", " is on the 14th."], owned) == (
+        "Your dentist appointment is on the 14th.")
+    assert streamed(["It is", " in my", " dentist", "'s diary."], owned) == "It is in your dentist's diary."
+    # A remembered line the user said counts; one someone else said, and Annie's own words, do not.
+    notes = ["2026-11-24 you said: My brother works at a bakery in Porto.\n2026-11-24 Tom said: my ladder is old."]
+    owned = owned_words("Where does he work?", notes)
+    assert owned == {"brother"}
+    assert streamed(["My brother", " works at a bakery."], owned) == "Your brother works at a bakery."
+    assert streamed(["My ladder", " and my", " memory."], owned) == "My ladder and my memory."
+    assert owned_words("Is that in my memory? Do my best.") == frozenset()
+    assert streamed(["My", " brother"]) == "My brother"  # nothing the user owns: left as written
+
+
+def test_my_is_held_only_while_it_may_become_theirs():
+    you = SecondPerson(frozenset({"dentist"}))
+    assert you.feed("Sure, my") == "Sure, "
+    assert you.feed(" den") == ""
+    assert you.feed("tist is") == "your dentist is"
+    assert you.feed(" my doctor.") == " my doctor."
+    assert you.finish() == ""
+
+
 # Tokens as the model's come: whole words, and the pieces "the user" may come in.
 WORDS = ["The", " the", " user", "'s", "’s", " friend", " users", "s", " is", " said", " goes", ".", "t", "he",
          " u", "ser", " to", " remind", " with", " told", " was", "n't", " has", "tily", " x"]
@@ -66,4 +92,19 @@ def test_any_split_gives_the_text_rewritten_whole(words, data):
     whole = streamed([text])
     assert whole == rewrite(text)
     assert streamed(pieces) == whole  # nothing lost, nothing said twice, however it is cut
-    assert not re.search(r"\b[Tt]he user(['’]s| is| said| was)\b", whole)
+    # (a word glued to what follows, "was's", is not that word)
+    assert not re.search(r"\b[Tt]he user(['’]s| is| said| was)(?![\w'’])", whole)
+
+
+MINE = ["My", " my", " m", "y", " brother", " bro", "ther", "'s", " is", " memory", ".", " a"]
+
+
+@given(st.lists(st.sampled_from(MINE), max_size=12), st.data())
+def test_any_split_of_the_users_words_gives_them_whole(words, data):
+    text = "".join(words)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(words)), max_size=6)))
+    pieces = ["".join(words[a:b]) for a, b in zip([0, *cuts], [*cuts, len(words)], strict=True)]
+    owned = frozenset({"brother"})
+    whole = streamed([text], owned)
+    assert streamed(pieces, owned) == whole
+    assert not re.search(r"\b[Mm]y brother(?:'s)?(?![\w'’])", whole)
