@@ -40,6 +40,7 @@ from voice.intent_rules import (
 from voice.memory_port import MemoryPort
 from voice.prefill import NEXT_TURN, TurnPrefill
 from voice.prompts import ARGUMENTS_SYSTEM, MEMORY_NOTE, PLAIN_ANSWER, TOOL_NOTE, router_messages, system_prompt
+from voice.said_back import SaidBack, their_clauses
 from voice.second_person import SecondPerson, owned_words
 from voice.settings import ToolRouting, VoiceSettings
 from voice.textfilter import ToolCall, ToolTextFilter
@@ -351,20 +352,23 @@ class Agent:
         ``stop_at_tool_call``: a reply that opens with a tool call (the model copying the
         lookup before it, when tools were already chosen) is stopped at once instead of
         generated to its end (about 25 tokens, 2 s on two cores) and then thrown away. The
-        reply speaks to the user as "you" (:mod:`voice.second_person`)."""
+        reply speaks to the user as "you" (:mod:`voice.second_person`), their own remembered
+        words included (:mod:`voice.said_back`)."""
         await self.prefill.settle()
         started = time.perf_counter()
         stats: dict[str, float] = {}
         said = len(spoken)
         echo = EchoGuard(NOTE_HEADINGS)
         # "the user's" -> "your", "The user said" -> "You said", the user's "my dentist" -> "your dentist"
-        you = SecondPerson(owned_words(last_user_text(convo), tool_results(convo)))
+        notes = tool_results(convo)
+        you = SecondPerson(owned_words(last_user_text(convo), notes))
+        back = SaidBack(their_clauses(notes))  # the user's "I promised Tom" -> "you promised Tom"
         try:
             async for delta in self.llm.stream(llm_messages(convo), max_tokens=self.settings.max_reply_tokens,
                                                temperature=self.settings.reply_temperature, stats=stats):
                 if "first_token_s" not in timings:
                     timings["first_token_s"] = time.perf_counter() - started
-                if out := you.feed(echo.feed(text_filter.feed(delta))):
+                if out := back.feed(you.feed(echo.feed(text_filter.feed(delta)))):
                     spoken.append(out)
                     yield TextDelta(out)
                 if echo.echo:
@@ -373,7 +377,7 @@ class Agent:
                 if stop_at_tool_call and text_filter.in_tool_call and not "".join(spoken[said:]).strip():
                     log.info("the reply opened with a tool call; it is stopped and asked for in plain words")
                     return
-            if out := you.feed(echo.feed(text_filter.finish()) + echo.finish()) + you.finish():
+            if out := back.feed(you.feed(echo.feed(text_filter.finish()) + echo.finish()) + you.finish()) + back.finish():
                 spoken.append(out)
                 yield TextDelta(out)
         finally:
