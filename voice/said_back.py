@@ -19,10 +19,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from voice.second_person import users_lines
+
 MIN_WORDS = 3  # "I promised Tom": fewer ("I promised") is as likely Annie's own words
 
 _WORD = re.compile(r"[\w'’]+")
-_SAID_BY_USER = re.compile(r"^[^:\n]{0,40}\byou said:(.*)$", re.IGNORECASE | re.MULTILINE)
 _I = frozenset({"i", "i'd", "i'm", "i've", "i'll"})
 _FIRST_PERSON = re.compile(r"\b(I am|I was(?:n['’]t)?|I['’](?:m|ve|d|ll)|I|me|my|mine|myself)\b(?!['’]\w)",
                            re.IGNORECASE)
@@ -39,10 +40,9 @@ def their_clauses(notes: Iterable[str]) -> list[list[str]]:
     """From the user's lines in ``notes`` (memory results): the words from each of their
     "I"s to the end of the line, normalised, at least ``MIN_WORDS`` long."""
     clauses = []
-    for note in notes:
-        for line in _SAID_BY_USER.finditer(note):
-            words = [_norm(w) for w in _WORD.findall(line.group(1))]
-            clauses += [words[i:] for i, w in enumerate(words) if w in _I and len(words) - i >= MIN_WORDS]
+    for line in users_lines(notes):
+        words = [_norm(w) for w in _WORD.findall(line)]
+        clauses += [words[i:] for i, w in enumerate(words) if w in _I and len(words) - i >= MIN_WORDS]
     return clauses
 
 

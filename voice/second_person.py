@@ -72,10 +72,15 @@ _ANNIES = frozenset("memory notes records best apologies pleasure knowledge mind
 _SAID_BY_USER = re.compile(r"^[^:\n]{0,40}\byou said:(.*)$", re.IGNORECASE | re.MULTILINE)
 
 
+def users_lines(notes: Iterable[str]) -> list[str]:
+    """The words of the lines the user said in ``notes`` (memory results), without their labels."""
+    return [m.group(1) for note in notes for m in _SAID_BY_USER.finditer(note)]
+
+
 def owned_words(user_text: str, notes: Iterable[str] = ()) -> frozenset[str]:
     """The words the user put after "my": in ``user_text`` and in the lines of ``notes``
     (memory results) that they said; lower case, possessive cut, Annie's own words left out."""
-    said = [user_text, *(m.group(1) for note in notes for m in _SAID_BY_USER.finditer(note))]
+    said = [user_text, *users_lines(notes)]
     return frozenset(w.casefold() for text in said for w in _MY.findall(text)) - _ANNIES
 
 
