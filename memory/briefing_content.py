@@ -78,8 +78,7 @@ async def episodes(pool: asyncpg.Pool, user_id: str, now: datetime, include_sens
            ORDER BY s.ts DESC LIMIT $5""",
         user_id, now - timedelta(days=EPISODE_DAYS), now, include_sensitive, MAX_EPISODES,
     )
-    return [MemoryHit("segment", f"{r['session_id']}/{r['segment_id']}", r["text"], r["speaker"], r["ts"],
-                      r["session_id"]) for r in rows]
+    return [MemoryHit.of_segment(r) for r in rows]
 
 
 async def briefing_items(pool: asyncpg.Pool, user_id: str, now: datetime, *,

@@ -191,10 +191,7 @@ class MemoryService:
                WHERE user_id = $1 AND ts >= $2 AND ts <= $3 ORDER BY ts DESC LIMIT $4""",
             self.settings.user_id, now - timedelta(days=days), now, limit,
         )
-        return [
-            MemoryHit("segment", f"{r['session_id']}/{r['segment_id']}", r["text"], r["speaker"], r["ts"], r["session_id"])
-            for r in rows
-        ]
+        return [MemoryHit.of_segment(r) for r in rows]
 
     async def briefing(self, *, now: datetime | None = None, budget: int = 2000,
                        include_sensitive: bool = False, disclosure: Disclosure = Disclosure.LOCAL) -> str:

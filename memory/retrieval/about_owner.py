@@ -51,5 +51,4 @@ async def about_owner(pool: asyncpg.Pool, user_id: str, now: datetime, limit: in
            ORDER BY s.pinned DESC, s.ts DESC LIMIT $5""",
         user_id, OWNER, now, _SELF, limit,
     )
-    return [MemoryHit("segment", f"{r['session_id']}/{r['segment_id']}", r["text"], r["speaker"], r["ts"],
-                      r["session_id"]) for r in rows]
+    return [MemoryHit.of_segment(r) for r in rows]

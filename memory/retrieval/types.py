@@ -36,3 +36,9 @@ class MemoryHit:
 
     def explain(self) -> dict[str, dict[str, float]]:
         return {leg.value: {"rank": s.rank, "score": round(s.score, 6)} for leg, s in self.legs.items()}
+
+    @classmethod
+    def of_segment(cls, row) -> MemoryHit:
+        """A segment's hit from a row with its session_id, segment_id, speaker, text and ts."""
+        return cls("segment", f"{row['session_id']}/{row['segment_id']}", row["text"], row["speaker"], row["ts"],
+                   row["session_id"])
