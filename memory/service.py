@@ -52,7 +52,6 @@ from models.text_embedding import TextEmbedder, TextEmbedders, start_text_embedd
 
 log = logging.getLogger(__name__)
 
-BRIEFING_QUERY_DAYS = 7
 REMEMBER_DEVICE = ASSERTED_DEVICE
 
 
@@ -182,16 +181,6 @@ class MemoryService:
         async with self.search_turns.turn():  # a few at a time, the rest in arrival order
             return await search(deps, request.query, self.recipes[request.recipe], filters, now=now,
                                 limit=request.limit)
-
-    async def recent(self, *, days: float = BRIEFING_QUERY_DAYS, limit: int = 12, now: datetime | None = None) -> list[MemoryHit]:
-        """The latest segments, newest first, for the session-start briefing."""
-        now = now or datetime.now(UTC)
-        rows = await self.pool.fetch(
-            """SELECT session_id, segment_id, speaker, text, ts FROM segments
-               WHERE user_id = $1 AND ts >= $2 AND ts <= $3 ORDER BY ts DESC LIMIT $4""",
-            self.settings.user_id, now - timedelta(days=days), now, limit,
-        )
-        return [MemoryHit.of_segment(r) for r in rows]
 
     async def briefing(self, *, now: datetime | None = None, budget: int = 2000,
                        include_sensitive: bool = False, disclosure: Disclosure = Disclosure.LOCAL) -> str:

@@ -80,10 +80,9 @@ import itertools
 import re
 from dataclasses import dataclass
 
+from memory.owner import SaidLine, said_line
 from voice.focus import Focus, Phrase, matches, stem, stems_of
 
-# "2026-03-02 Melanie said: ...", "2026-03-02 you said: ..."
-_SAID = re.compile(r"^\S+\s+(?P<who>[^:]{1,60}?) said:\s*(?P<words>.*)$")
 _WORD = re.compile(r"[^\W\d_][\w'’]*")
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 _FIRST = frozenset("i me my mine myself we us our ours ourselves i'm i've i'd i'll we're we've we'd we'll".split())
@@ -134,17 +133,6 @@ class Unsaid:
         return f"I don't remember {self.person} saying anything about {self.what or 'that'}."
 
 
-@dataclass(frozen=True)
-class _Line:
-    speaker: str
-    words: str
-
-
-def _said(line: str) -> _Line | None:
-    m = _SAID.match(line.strip())
-    return _Line(m.group("who").strip(), m.group("words")) if m else None
-
-
 def _mention(name: str) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)" + re.escape(name) + r"\w*(?:['’]s)?(?!\w)", re.IGNORECASE)
 
@@ -184,7 +172,7 @@ def _known(speaker: str) -> bool:
         and not speaker.casefold().startswith(("speaker", "unknown")))
 
 
-def _speakers_own(line: _Line, asked: str, needed: list[str]) -> bool:
+def _speakers_own(line: SaidLine, asked: str, needed: list[str]) -> bool:
     """Another speaker's words about themselves: first person, not to the listener, in the
     whole line or in every sentence of it that holds the thing ("Yeah, you're right,
     Caroline. Family's super important to me." is Melanie's family)."""
@@ -197,7 +185,7 @@ def _speakers_own(line: _Line, asked: str, needed: list[str]) -> bool:
     return bool(holding) and all(p & _FIRST and not p & _SECOND for p in holding)
 
 
-def _to_the_listener(line: _Line, asked: str) -> bool:
+def _to_the_listener(line: SaidLine, asked: str) -> bool:
     """The person asked about speaking of the one they talk to only ("How was your race?")."""
     said = _pronouns(line.words)
     return _is(line.speaker, asked) and bool(said & _SECOND) and not said & _FIRST
@@ -210,7 +198,7 @@ def _calls_another(sentence: str, person: str) -> bool:
                for name in _CALLED.findall(sentence))
 
 
-def _tells_listeners(line: _Line, needed: list[str], others: list[str]) -> bool:
+def _tells_listeners(line: SaidLine, needed: list[str], others: list[str]) -> bool:
     """Every sentence of the line that holds the thing speaks to the listener (says "you",
     calls one of the ``others`` who speak in the lines, or calls anyone else by name) and not
     in the first person: "Hey Gina, congrats on the clothing store! ... I got a temp job" is
@@ -222,7 +210,7 @@ def _tells_listeners(line: _Line, needed: list[str], others: list[str]) -> bool:
         for s in holding)
 
 
-def _of_a_third(line: _Line, person: str, before: _Line | None) -> bool:
+def _of_a_third(line: SaidLine, person: str, before: SaidLine | None) -> bool:
     """The line speaks of a "she" or "he" who is not ``person``: it does not name them,
     they did not say it, it speaks to no one (in a talk of two, "you" may be them), and
     the line before it does not name them either ("is she still working as an architect?"
@@ -241,7 +229,7 @@ def _holds(text: str, needed: list[str]) -> bool:
     return all(matches(s, words) for s in needed)
 
 
-def _asks_about(line: _Line, needed: list[str]) -> bool:
+def _asks_about(line: SaidLine, needed: list[str]) -> bool:
     """A sentence of the line holds every ``needed`` stem and speaks to the listener, and
     the line ends by asking them ("What made you pick that agency?", "What do you love
     about camping with your fam?"), or an earlier sentence holds them and the last asks
@@ -258,7 +246,7 @@ def _asks_about(line: _Line, needed: list[str]) -> bool:
     return bool(last & _SECOND and last & _BACK) and any(_holds(sentence, needed) for sentence in sentences[:-1])
 
 
-def _whose(line: _Line, needed: list[str]) -> str | None:
+def _whose(line: SaidLine, needed: list[str]) -> str | None:
     """Whose the thing is by the possessive just before it in the line (a few adjectives
     may stand between): "speaker" ("my store", "our new house"), "listener" ("your
     clothing store"), None when no possessive says it, or the line says both."""
@@ -278,7 +266,7 @@ def _whose(line: _Line, needed: list[str]) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def _tells_own(line: _Line, needed: list[str]) -> bool:
+def _tells_own(line: SaidLine, needed: list[str]) -> bool:
     """A sentence of the line that does not hold the thing speaks in the first person: the
     speaker telling of their own, maybe the answer in other words ("I love action and
     sci-fi movies! What's your favorite genre?")."""
@@ -286,7 +274,7 @@ def _tells_own(line: _Line, needed: list[str]) -> bool:
                for sentence in _SENTENCES.split(line.words))
 
 
-def _holding(asked: Focus, person: str, lines: list[_Line]) -> list[tuple[Phrase, bool, list[str], list[_Line]]]:
+def _holding(asked: Focus, person: str, lines: list[SaidLine]) -> list[tuple[Phrase, bool, list[str], list[SaidLine]]]:
     """For each noun phrase: the phrase, whether it is the person's own ("her charity
     race", "Jon's tattoo"), the stems a line must hold, and the lines that hold it."""
     out = []
@@ -324,7 +312,7 @@ def _theirs(person: str, phrase: Phrase) -> str:
     return f"{person}'s {' '.join(phrase.words[: phrase.required or len(phrase.words)])}"
 
 
-def _asks_what_said(person: str, question: str) -> bool:
+def _asks_whatsaid_line(person: str, question: str) -> bool:
     """"What did Lena say ...", "Which restaurant did Dan recommend?", "What has Lena told you?"."""
     return re.search(r"\b(?:did|does|do|has|had)\s+" + re.escape(person) + r"\s+(?:\w+ly\s+|ever\s+|just\s+)?"
                      + _SAYING.pattern, question, re.IGNORECASE) is not None
@@ -338,7 +326,7 @@ def _reports(person: str, words: str) -> bool:
                      words, re.IGNORECASE) is not None
 
 
-def _answers_call(person: str, lines: list[_Line]) -> bool:
+def _answers_call(person: str, lines: list[SaidLine]) -> bool:
     """An unnamed speaker answers a line that calls ``person`` ("Dan, are we still on?" /
     "SPEAKER_01: Yes, but ..."): the answer may be theirs."""
     call = _call(person)
@@ -349,13 +337,13 @@ def unsaid(asked: Focus, names: list[str], tool_result: str, question: str) -> U
     """An :class:`Unsaid` when the question asks what one person named in it said, and no
     line is theirs: none they said, none reporting them, no unnamed speaker's answer to a
     line calling them, and no fact line (with no speaker) naming them; else None."""
-    people = [n for n in names if _asks_what_said(n, question)]
+    people = [n for n in names if _asks_whatsaid_line(n, question)]
     if len(people) != 1:
         return None
     person = people[0]
     lines = []
     for raw in tool_result.splitlines():
-        if (line := _said(raw)) is not None:
+        if (line := said_line(raw)) is not None:
             lines.append(line)
         elif raw.strip() and _mention(person).search(raw):
             return None  # a fact: whose words it came from is not known
@@ -372,7 +360,7 @@ def lent(asked: Focus, names: list[str], tool_result: str, question: str = "") -
     The person is the one name, or of several ("What did Nate see near Fort Wayne?") the
     one that speaks in the lines. ``question``: its words tell whether it asks what the
     person said or asked, which their question to the other answers."""
-    lines = [said for line in tool_result.splitlines() if (said := _said(line)) is not None]
+    lines = [said for line in tool_result.splitlines() if (said := said_line(line)) is not None]
     speaking = [n for n in names if any(_is(line.speaker, n) for line in lines)]
     people = names if len(names) == 1 else speaking
     if len(people) != 1:

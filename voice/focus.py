@@ -48,6 +48,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from memory.owner import said_line
+
 _WORD = re.compile(r"[^\W_][\w'’-]*")
 _SENTENCE_END = re.compile(r"[.!?]+(?:\s+|$)")
 _CONTRACTION = re.compile(r"['’](?:d|ll|re|ve|m|t)$|n['’]t$")
@@ -89,8 +91,6 @@ _KIND_OPENERS = frozenset("what which".split())
 _KIND_NOUNS = frozenset("kind kinds sort sorts type types".split())
 _JOINERS = frozenset("and or".split())
 _QUESTION_WORDS = frozenset("what which who whom whose when where why how".split())
-# A line the user said: its speaker label ("2026-03-02 you said:") before the line's first colon.
-_USER_LINE = re.compile(r"^[^:]{0,40}\byou said:", re.IGNORECASE)
 _NOTHING_LINE = re.compile(r"^\s*(?:nothing known about|no memories found|nothing found in memory|no name given)",
                            re.IGNORECASE)
 
@@ -269,7 +269,7 @@ def _supported(phrase: Phrase, lines: list[str], all_stems: list[str]) -> bool:
             continue
         if matches(owner, line_stems):
             return True  # "Sofia's birthday is on October 2nd."
-        if not _USER_LINE.match(line) and "my" in (w.casefold() for w in _WORD.findall(line)):
+        if not ((said := said_line(line)) and said.by_owner) and "my" in (w.casefold() for w in _WORD.findall(line)):
             return True  # someone else on their own: "my daughter Emma just started ..."
     return False
 

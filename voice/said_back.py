@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from voice.second_person import users_lines
+from memory.owner import owners_words
 
 MIN_WORDS = 3  # "I promised Tom": fewer ("I promised") is as likely Annie's own words
 
@@ -40,7 +40,7 @@ def their_clauses(notes: Iterable[str]) -> list[list[str]]:
     """From the user's lines in ``notes`` (memory results): the words from each of their
     "I"s to the end of the line, normalised, at least ``MIN_WORDS`` long."""
     clauses = []
-    for line in users_lines(notes):
+    for line in owners_words(notes):
         words = [_norm(w) for w in _WORD.findall(line)]
         clauses += [words[i:] for i, w in enumerate(words) if w in _I and len(words) - i >= MIN_WORDS]
     return clauses

@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from memory.owner import owners_words
+
 # Third person -> second person; a verb that is the same for both (past tense, modals)
 # maps to itself.
 _VERBS = {
@@ -68,19 +70,10 @@ _MY_OPEN = re.compile(r"\bm(?:y(?:\s+[\w'’-]*)?)?$", re.IGNORECASE)
 _TAIL = re.compile(r"[^\w'’]?[\w'’]*$")
 # What Annie says of her own: never the user's, whatever they said.
 _ANNIES = frozenset("memory notes records best apologies pleasure knowledge mind opinion view guess own name".split())
-# A memory line the user said ("2026-11-24 you said: ..."): what follows the label.
-_SAID_BY_USER = re.compile(r"^[^:\n]{0,40}\byou said:(.*)$", re.IGNORECASE | re.MULTILINE)
-
-
-def users_lines(notes: Iterable[str]) -> list[str]:
-    """The words of the lines the user said in ``notes`` (memory results), without their labels."""
-    return [m.group(1) for note in notes for m in _SAID_BY_USER.finditer(note)]
-
-
 def owned_words(user_text: str, notes: Iterable[str] = ()) -> frozenset[str]:
     """The words the user put after "my": in ``user_text`` and in the lines of ``notes``
     (memory results) that they said; lower case, possessive cut, Annie's own words left out."""
-    said = [user_text, *users_lines(notes)]
+    said = [user_text, *owners_words(notes)]
     return frozenset(w.casefold() for text in said for w in _MY.findall(text)) - _ANNIES
 
 
