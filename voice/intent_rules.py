@@ -153,7 +153,7 @@ _PERSONAL = re.compile(
     r"agreed|planned|asked|paid|lent|borrowed|visited|called|emailed)\b"
     r"|\b(?:mentioned|said|told|talked|spoke|discussed|decided|promised|recommended|suggested)\b.*"
     r"\b(?:me|us|i|we|last|yesterday|ago|earlier|week|month|meeting)\b"
-    r"|\b(?:know|remember) about (?:me|us)\b|\byou remember\b"
+    r"|\b(?:know|remember) (?:about )?(?:me|us)\b|\byou remember\b|\bwho (?:am i|i am)\b"
     r"|\bdid\b.*\b(?:say|tell|mention|talk|speak|discuss|decide|promise|recommend|suggest)\b"
     r"|\b(?:anyone|anybody|somebody|someone) (?:mention|say|said|tell|told|call)",
     re.IGNORECASE,

@@ -21,7 +21,7 @@ from memory.owner import OWNER
 from memory.retrieval.types import MemoryHit
 
 # "about me", "who am I", "know me": the owner as the whole subject of the question.
-_ABOUT_OWNER = re.compile(r"\babout (?:me|myself)\b|\bwho am i\b|\bknow me\b", re.IGNORECASE)
+_ABOUT_OWNER = re.compile(r"\babout (?:me|myself)\b|\bwho (?:am i|i am)\b|\b(?:know|remember) me\b", re.IGNORECASE)
 # The rest of such a question: its frame, nothing a search could match.
 _FRAME = frozenset("""
 what whats what's do does did you your know knew remember recall tell me one a an the thing things something anything

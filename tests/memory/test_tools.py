@@ -160,7 +160,8 @@ async def test_a_question_about_the_owner_alone_gets_their_own_words(service):
     await service.ingestor.ingest_file(path)
     await service.pool.execute("INSERT INTO entity_mentions (entity_id, session_id, segment_id, mentioned_at) "
                                "VALUES ($1, 's2', 'a5', $2)", ids["lee"], day)
-    for question in ("What do you know about me?", "Tell me one thing you remember about me.", "Who am I?"):
+    for question in ("What do you know about me?", "Tell me one thing you remember about me.", "Who am I?",
+                     "Do you know who I am?", "Do you remember me?"):
         text = await service.search_memory(question, now=NOW)
         assert text.splitlines() == ["2026-03-20 you said: I parked on level 3.",
                                      "2026-03-20 you said: My sister Maya lives in Lisbon now."], question

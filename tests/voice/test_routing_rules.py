@@ -54,6 +54,11 @@ def test_the_scratchpad_needs_words_that_ask_for_it(message, think):
     ("Thanks. Where does my sister live?", "search_memory"),
     ("Okay, my sister lives in Porto now.", "remember"),
     ("No, my brother works at the bakery.", "remember"),
+    ("Who am I?", "search_memory"),  # memory answers with the user's own words
+    ("Do you know who I am?", "search_memory"),
+    ("Do you remember me?", "search_memory"),
+    ("Who am I supposed to call about the boiler?", "search_memory"),
+    ("Who is the author of Dune?", "answer_directly"),
 ])
 def test_thanks_and_goodbyes_are_answered_without_asking_the_llm_to_route(message, action):
     assert str(shape(message)) == action
