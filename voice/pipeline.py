@@ -52,7 +52,6 @@ from pipecat.services.stt_latency import DEFAULT_TTFS_P99
 from pipecat.services.tts_service import TTSService
 from pipecat.services.whisper.stt import WhisperSTTService
 from pipecat.transcriptions.language import Language
-from pipecat.turns.user_stop import TurnAnalyzerUserTurnStopStrategy
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 from pipecat.utils.types import assert_given
 
@@ -75,6 +74,7 @@ from voice.speech_onset import OnsetKokoro, from_onset
 from voice.synthesis_priority import Hold, PriorityKokoro
 from voice.textfilter import ToolTextFilter
 from voice.tools import TOOL_NAMES
+from voice.unfinished_turn import UnfinishedTurnStopStrategy
 from voice.vad import SILERO_FRAME_S, SessionVAD
 
 log = logging.getLogger(__name__)
@@ -441,6 +441,7 @@ class VoicePipeline:
     tts: TTSService
     echo_gate: DoubleTalk | None = None
     turn: EarlyTurnAnalyzer | None = None
+    turn_end: UnfinishedTurnStopStrategy | None = None
 
 
 def build_pipeline(
@@ -470,13 +471,15 @@ def build_pipeline(
                                   initial_prompt=stt_prompt)
     turn = EarlyTurnAnalyzer(vad=vad, after_frames=round(settings.early_turn_after_s / SILERO_FRAME_S),
                              smart_turn_model_path=str(models.turn_path))
+    # The end of a turn waits a moment when its words stop mid-thought (voice.unfinished_turn).
+    turn_end = UnfinishedTurnStopStrategy(turn_analyzer=turn, hold_s=settings.unfinished_hold_s)
     context = LLMContext(messages=[{"role": "system", "content": system_prompt}])
     user_agg, assistant_agg = LLMContextAggregatorPair(
         context,
         user_params=LLMUserAggregatorParams(
             vad_analyzer=vad,
             user_turn_strategies=UserTurnStrategies(
-                stop=[TurnAnalyzerUserTurnStopStrategy(turn_analyzer=turn)]
+                stop=[turn_end]
             ),
             # A turn that cut Annie off and left no words (a cough, or words Whisper did
             # not keep) stops her as "Stop." does. pipecat's default adds a developer
@@ -505,4 +508,4 @@ def build_pipeline(
         if not message.interrupted:
             agent.read_ahead(context.get_messages())
 
-    return VoicePipeline(Pipeline(processors), context, llm, stt, tts, double_talk, turn)
+    return VoicePipeline(Pipeline(processors), context, llm, stt, tts, double_talk, turn, turn_end)

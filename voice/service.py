@@ -349,4 +349,6 @@ def _early_answers(voice_pipeline: Any) -> str:
     said = f"; early transcripts used {stt.used} of {stt.started}"
     if voice_pipeline.turn is not None:
         said += f", early end-of-turn answers {voice_pipeline.turn.stats.used} of {voice_pipeline.turn.stats.started}"
+    if (held := voice_pipeline.turn_end) is not None and held.holds:
+        said += f"; turns that stopped mid-thought waited for the rest {held.holds} times, {held.continued} went on"
     return said

@@ -99,6 +99,9 @@ class VoiceSettings(BaseSettings):
     # Ask smart-turn whether the turn is over this far into a pause too; an answer of
     # "over" is kept when no speech followed (voice.early_turn). 0 turns it off.
     early_turn_after_s: float = Field(default=0.064, ge=0.0, le=1.0)
+    # A turn whose words stop mid-thought ("Remember that my friend Leo.", "... and") waits
+    # this long for more speech before it ends (voice.unfinished_turn). 0 turns it off.
+    unfinished_hold_s: float = Field(default=2.0, ge=0.0, le=4.0)
     # Kokoro gives one audio chunk per sentence. The longest Kokoro may take to make one sentence before its audio is given up as
     # lost. Contexts are closed explicitly at the end of a turn, so a long value costs
     # nothing; a short one silenced whole replies when a long sentence took over 10 s on

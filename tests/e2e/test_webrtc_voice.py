@@ -242,3 +242,29 @@ async def test_her_own_voice_in_the_microphone_does_not_interrupt_her(voice_serv
     held = re.search(r"the LLM server stood still (\d+) times while she synthesized, ([\d.]+) s in all", lines[0])
     assert (held is not None and int(held[1]) >= 2 and float(held[2]) > 0) == (managed_llm.synthesis_hold is not None), \
         lines[0]
+
+
+async def test_a_pause_inside_a_remember_keeps_it_one_fact(voice_server, voice_models, fixed_memory, tmp_path):
+    """"Remember that my friend Leo, ... loves jazz": a pause in the middle is not the end
+    of the turn (smart-turn called it one, and memory got "My friend Leo." and "Loves jazz
+    ..." as two facts): the turn waits for the rest, and memory gets one."""
+    from benchmarks.voice_latency import kokoro_pcm
+
+    head, tail = (kokoro_pcm(voice_models.kokoro, text)[0]
+                  for text in ("Remember that my friend Leo,", "loves jazz and plays the saxophone."))
+    peer = _Peer(lambda track: _record(track, []))
+    async with httpx.AsyncClient(base_url=voice_server.url, headers=voice_server.headers, timeout=30) as client:
+        await peer.connect(client)
+        before, asked = len(fixed_memory.remembered), len(peer.messages)
+        peer.mic.say(np.concatenate([head, np.zeros(int(RATE * 0.5), np.int16), tail]))
+        await peer.wait_for(lambda: any(m.get("type") == "transcript" and m["role"] == "assistant" and m["text"]
+                                        for m in peer.messages[asked:]), 120)
+        await asyncio.sleep(4)  # time enough for a second reply, were the halves two turns
+        await peer.pc.close()
+    heard = [m["text"] for m in peer.messages[asked:] if m.get("type") == "transcript" and m["role"] == "user"]
+    replies = [m for m in peer.messages[asked:] if m.get("type") == "transcript" and m["role"] == "assistant"
+               and m["text"]]
+    remembered = fixed_memory.remembered[before:]
+    assert len(remembered) == 1, (remembered, heard)
+    assert "leo" in remembered[0].lower() and "saxophone" in remembered[0].lower(), (remembered, heard)
+    assert len(replies) == 1, (replies, heard)
