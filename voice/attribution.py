@@ -312,7 +312,7 @@ def _theirs(person: str, phrase: Phrase) -> str:
     return f"{person}'s {' '.join(phrase.words[: phrase.required or len(phrase.words)])}"
 
 
-def _asks_whatsaid_line(person: str, question: str) -> bool:
+def _asks_what_said(person: str, question: str) -> bool:
     """"What did Lena say ...", "Which restaurant did Dan recommend?", "What has Lena told you?"."""
     return re.search(r"\b(?:did|does|do|has|had)\s+" + re.escape(person) + r"\s+(?:\w+ly\s+|ever\s+|just\s+)?"
                      + _SAYING.pattern, question, re.IGNORECASE) is not None
@@ -337,7 +337,7 @@ def unsaid(asked: Focus, names: list[str], tool_result: str, question: str) -> U
     """An :class:`Unsaid` when the question asks what one person named in it said, and no
     line is theirs: none they said, none reporting them, no unnamed speaker's answer to a
     line calling them, and no fact line (with no speaker) naming them; else None."""
-    people = [n for n in names if _asks_whatsaid_line(n, question)]
+    people = [n for n in names if _asks_what_said(n, question)]
     if len(people) != 1:
         return None
     person = people[0]
