@@ -1,79 +1,28 @@
-"""A turn whose words stop mid-thought waits a moment for the rest.
+"""A voice turn whose words stop mid-thought waits a moment for the rest.
 
 People pause inside a sentence: "Remember that my friend Leo ... loves jazz." Smart-turn
-hears the pause and the falling voice, calls the turn over, and the two halves become
+hears the pause and the falling voice, calls the turn over, and the two halves became
 two turns: Annie stored "My friend Leo." and "Loves jazz and plays the saxophone." as two
 memories, neither of them the fact (a pause of 0.4 s and of 0.7 s, over real WebRTC).
 
 So before a turn ends, its words so far are read: when they cannot be a whole thought
-(:func:`unfinished`), the end waits up to ``hold_s`` for more speech. Speech in that time
-continues the same turn (pipecat joins its transcripts); silence ends it as it was.
-Only words that cannot end a thought hold a turn: a request to remember "that" with no
-verb after it ("Remember that my friend Leo."), or words that stop on "and", "but",
-"because", "the", "my" and the like. Anything else ends as before, with no wait.
+(:func:`voice.unfinished.unfinished`), the end waits up to ``hold_s`` for more speech.
+Speech in that time continues the same turn (pipecat joins its transcripts); silence ends
+it as it was. Any other turn ends as before, with no wait.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
 
 from pipecat.frames.frames import Frame, TranscriptionFrame
 from pipecat.turns.types import ProcessFrameResult
 from pipecat.turns.user_stop.turn_analyzer_user_turn_stop_strategy import TurnAnalyzerUserTurnStopStrategy
 
+from voice.unfinished import unfinished
+
 log = logging.getLogger(__name__)
-
-_WORD = re.compile(r"[\w'’-]+")
-# Words a thought does not end on ("and ...", "the ...", "my ...").
-_OPEN_ENDS = frozenset("and but or because the a an my our your".split())
-# "Remember that ..." (and its kin): what follows must say something.
-_REMEMBER_THAT = re.compile(
-    r"^\W*(?:(?:hey |ok(?:ay)? )?annie,? )?(?:please,? )?(?:(?:can|could|would) you (?:please )?)?"
-    r"(?:remember|note|keep in mind|don'?t forget|do not forget|make a note)(?: of the fact)? that\b(?P<rest>.*)$",
-    re.IGNORECASE)
-# A clause has a verb: a form of be, have, do, a modal, a contraction of one, or a word
-# in -s / -ed that follows no determiner ("Ana likes tea", "Leo moved"; not "my keys").
-_AUXILIARIES = frozenset("""
-is are was were am be been being has have had do does did will would can could shall should may might must
-isn't aren't wasn't weren't hasn't haven't hadn't don't doesn't didn't won't wouldn't can't couldn't shouldn't
-""".split())
-_CONTRACTED = re.compile(r"['’](?:m|re|ve|ll|d)$|n['’]t$", re.IGNORECASE)
-_DETERMINERS = frozenset("a an the my our your his her their its this that these those some any no every".split())
-_SUBJECTS = frozenset("i you we they he she it".split())
-# At most this many words after "that" with no verb among them is a subject still waiting
-# for what is said of it ("my friend Leo", "the wifi password at home").
-_SUBJECT_WORDS = 4
-
-
-def _verbless(words: list[str]) -> bool:
-    """No word of ``words`` reads as a verb (see ``_AUXILIARIES``), and no subject pronoun
-    is followed by another word ("I ran" has its verb)."""
-    for i, word in enumerate(words):
-        low = word.casefold().replace("’", "'")
-        if low in _AUXILIARIES or _CONTRACTED.search(low):
-            return False
-        if low in _SUBJECTS and i + 1 < len(words):
-            return False
-        after_determiner = i > 0 and words[i - 1].casefold() in _DETERMINERS
-        if i > 0 and not after_determiner and re.search(r"[^s'’]s$|ed$", low):
-            return False
-    return True
-
-
-def unfinished(text: str) -> bool:
-    """``text`` (a turn's words so far) stops where no thought ends: on "and", "the",
-    "my" and the like, or a "remember that" with only a short subject after it."""
-    words = _WORD.findall(text)
-    if not words:
-        return False
-    if words[-1].casefold() in _OPEN_ENDS:
-        return True
-    if (match := _REMEMBER_THAT.match(text.strip())) is None:
-        return False
-    rest = _WORD.findall(match.group("rest"))
-    return 0 < len(rest) <= _SUBJECT_WORDS and _verbless(rest)
 
 
 class UnfinishedTurnStopStrategy(TurnAnalyzerUserTurnStopStrategy):

@@ -16,6 +16,7 @@ from typing import Any
 
 from voice.intent_rules import POLITE_OPENING, about_name
 from voice.tools import Tool
+from voice.unfinished import rejoined
 
 # Function words and the question's frame; time words ("yesterday", "last week") and
 # names stay, so memory can narrow the time and match the people.
@@ -54,8 +55,10 @@ def memory_query(utterance: str) -> str:
 
 
 def remembered_fact(utterance: str) -> str:
-    """The user's sentence without the request around it, first letter capitalised."""
-    text = _STORE_SUFFIX.sub("", _STORE_PREFIX.sub("", utterance.strip())).strip()
+    """The user's sentence without the request around it, first letter capitalised; a
+    pause's sentence end inside it mended ("Remember that my friend Leo. Loves jazz.":
+    "My friend Leo loves jazz.", :func:`voice.unfinished.rejoined`)."""
+    text = _STORE_SUFFIX.sub("", _STORE_PREFIX.sub("", rejoined(utterance.strip()))).strip()
     text = re.sub(r"\s+", " ", text).strip(" ,;:")
     if not text:
         return utterance.strip()
