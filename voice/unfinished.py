@@ -31,7 +31,7 @@ _CONTRACTED = re.compile(r"['’](?:m|re|ve|ll|d)$|n['’]t$", re.IGNORECASE)
 _DETERMINERS = frozenset("a an the my our your his her their its this that these those some any no every".split())
 _SUBJECTS = frozenset("i you we they he she it".split())
 # At most this many words after "that" with no verb among them is a subject still waiting
-# for what is said of it ("my friend Leo", "the wifi password at home").
+# for what is said of it ("my friend Leo", "the wifi password").
 _SUBJECT_WORDS = 4
 
 
@@ -56,8 +56,11 @@ def unfinished(text: str) -> bool:
     words = _WORD.findall(text)
     if not words:
         return False
-    if words[-1].casefold() in _OPEN_ENDS:
-        return True
+    return words[-1].casefold() in _OPEN_ENDS or _subject_waits(text)
+
+
+def _subject_waits(text: str) -> bool:
+    """A "remember that" followed by a short subject and nothing said of it yet."""
     if (match := _REMEMBER_THAT.match(text.strip())) is None:
         return False
     rest = _WORD.findall(match.group("rest"))
@@ -79,8 +82,7 @@ def rejoined(text: str) -> str:
         if not unfinished(out):
             out += " " + part
             continue
-        if _REMEMBER_THAT.match(out.strip()) and not re.match(r"I\b|I['’]", part):
+        if _subject_waits(out) and not re.match(r"I\b|I['’]", part):
             part = part[0].lower() + part[1:]
         out = out.rstrip(".!?") + " " + part
     return out
-

@@ -70,6 +70,7 @@ def test_mending_keeps_every_word(text):
      "Remember that my friend Leo loves jazz and plays the saxophone."),
     ("Remember that my friend Leo. loves jazz.", "Remember that my friend Leo loves jazz."),
     ("I met Tom and. Leo at the park.", "I met Tom and Leo at the park."),  # a name keeps its capital
+    ("Remember that Leo moved and. Tiago stayed.", "Remember that Leo moved and Tiago stayed."),
     ("Remember that my sister. I mean my cousin moved.", "Remember that my sister I mean my cousin moved."),
     ("My sister moved. She loves Lisbon.", "My sister moved. She loves Lisbon."),
     ("Remember that Leo moved. He loves jazz.", "Remember that Leo moved. He loves jazz."),
