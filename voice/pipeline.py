@@ -219,13 +219,21 @@ def page_message(message: dict[str, Any]) -> OutputTransportMessageUrgentFrame:
 
 
 class UserTranscriptToPage(FrameProcessor):
-    """Shows the user's words on the page as soon as Whisper has them."""
+    """Shows the user's words on the page as soon as Whisper has them; words that go on
+    with a turn held for the rest of its thought (``turn_end``) say so (``continues``),
+    and the page adds them to that turn's line."""
+
+    def __init__(self, turn_end: UnfinishedTurnStopStrategy | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._turn_end = turn_end
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
         if isinstance(frame, TranscriptionFrame) and frame.text.strip():
-            await self.push_frame(page_message({"type": "transcript", "role": "user", "text": frame.text.strip(),
-                                                "final": True}))
+            message = {"type": "transcript", "role": "user", "text": frame.text.strip(), "final": True}
+            if self._turn_end is not None and self._turn_end.held:
+                message["continues"] = True
+            await self.push_frame(page_message(message))
         await self.push_frame(frame, direction)
 
 
@@ -495,7 +503,7 @@ def build_pipeline(
     # The first clause of a reply goes to the voice at once, then chunks that grow to sentences.
     clauses = LLMTextProcessor(text_aggregator=FirstClauseAggregator(
         max_words=settings.first_chunk_max_words, whole=frozenset(phrase for _, phrase in models.phrases)))
-    processors: list[FrameProcessor] = [stt, UserTranscriptToPage(), user_agg, MicAudioEnds(), llm, ToolTextGuard(),
+    processors: list[FrameProcessor] = [stt, UserTranscriptToPage(turn_end), user_agg, MicAudioEnds(), llm, ToolTextGuard(),
                                         clauses, tts]
     if transport is not None:
         processors = [transport.input(), *processors, transport.output()]

@@ -35,6 +35,7 @@ class UnfinishedTurnStopStrategy(TurnAnalyzerUserTurnStopStrategy):
         self._said: list[str] = []  # the turn's transcripts so far
         self._hold: asyncio.Task | None = None
         self._held_out = False  # the hold ran out: the turn ends as it is
+        self.held = False  # this turn was held: what the user says now goes on with it
         self.holds = 0  # turns held (for the session's log line and tests)
         self.continued = 0  # held turns that went on
 
@@ -47,6 +48,7 @@ class UnfinishedTurnStopStrategy(TurnAnalyzerUserTurnStopStrategy):
         if not self._held_out and self.hold_s > 0 and unfinished(" ".join(self._said)):
             if self._hold is None:
                 self.holds += 1
+                self.held = True
                 log.info("the turn's words stop mid-thought; waiting up to %.1f s for the rest", self.hold_s)
                 self._hold = self.task_manager.create_task(self._run_out(enable_user_speaking_frames),
                                                            f"{self}::unfinished_hold")
@@ -77,6 +79,7 @@ class UnfinishedTurnStopStrategy(TurnAnalyzerUserTurnStopStrategy):
     async def _reset(self) -> None:
         self._said = []
         self._held_out = False
+        self.held = False
         await self._cancel_hold()
         await super()._reset()
 

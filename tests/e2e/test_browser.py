@@ -163,3 +163,28 @@ async def test_the_page_waits_for_the_first_warm_up(voice_server, managed_llm, m
     finally:
         pause.resume()
         await service.close()
+
+
+async def test_the_rest_of_a_paused_turn_goes_on_its_line(voice_server):
+    """A voice turn held across a pause sends its second half with ``continues``: the page
+    adds it to the turn's line; any other transcript starts a line of its own."""
+    from playwright.async_api import async_playwright, expect
+
+    said = [{"type": "transcript", "role": "user", "text": "Remember that my friend Leo.", "final": True},
+            {"type": "transcript", "role": "user", "text": "loves jazz.", "final": True, "continues": True},
+            {"type": "transcript", "role": "assistant", "text": "Okay, I'll remember that.", "final": True},
+            {"type": "transcript", "role": "user", "text": "Thanks.", "final": True},
+            {"type": "transcript", "role": "user", "text": "Bye.", "final": True}]
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=str(CHROMIUM),
+                                          args=["--headless", "--no-sandbox", "--disable-gpu",
+                                                "--disable-background-networking", "--no-first-run"])
+        try:
+            page = await browser.new_page()
+            await page.goto(f"{voice_server.url}/#token={voice_server.token}")
+            for message in said:
+                await page.evaluate("m => onPageMessage({data: JSON.stringify(m)})", message)
+            await expect(page.locator("#transcript li.user")).to_have_text(
+                ["Remember that my friend Leo. loves jazz.", "Thanks.", "Bye."])
+        finally:
+            await browser.close()

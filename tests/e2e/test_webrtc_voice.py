@@ -247,7 +247,8 @@ async def test_her_own_voice_in_the_microphone_does_not_interrupt_her(voice_serv
 async def test_a_pause_inside_a_remember_keeps_it_one_fact(voice_server, voice_models, fixed_memory, tmp_path):
     """"Remember that my friend Leo, ... loves jazz": a pause in the middle is not the end
     of the turn (smart-turn called it one, and memory got "My friend Leo." and "Loves jazz
-    ..." as two facts): the turn waits for the rest, and memory gets one."""
+    ..." as two facts): the turn waits for the rest, memory gets one fact, and the page
+    shows one line."""
     from benchmarks.voice_latency import kokoro_pcm
 
     head, tail = (kokoro_pcm(voice_models.kokoro, text)[0]
@@ -268,3 +269,6 @@ async def test_a_pause_inside_a_remember_keeps_it_one_fact(voice_server, voice_m
     assert len(remembered) == 1, (remembered, heard)
     assert "leo" in remembered[0].lower() and "saxophone" in remembered[0].lower(), (remembered, heard)
     assert len(replies) == 1, (replies, heard)
+    # The page adds the rest to the turn's line.
+    shown = [m for m in peer.messages[asked:] if m.get("type") == "transcript" and m["role"] == "user"]
+    assert all(m.get("continues") for m in shown[1:]) and not shown[0].get("continues"), shown

@@ -60,7 +60,13 @@ function onPageMessage(event) {
   try { message = JSON.parse(event.data); } catch (_) { return; }
   switch (message.type) {
     case "transcript":
-      if (message.role === "user") { botLine = null; addLine("user", message.text); }
+      if (message.role === "user") {
+        const last = transcriptEl.lastElementChild;
+        // the rest of a turn that paused mid-thought goes on its line
+        if (message.continues && last && last.className === "user") last.textContent += " " + message.text;
+        else addLine("user", message.text);
+        botLine = null;
+      }
       else botText(message.text, message.final);
       break;
     case "table": renderTable(message); break;
