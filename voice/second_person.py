@@ -70,6 +70,8 @@ _MY_OPEN = re.compile(r"\bm(?:y(?:\s+[\w'’-]*)?)?$", re.IGNORECASE)
 _TAIL = re.compile(r"[^\w'’]?[\w'’]*$")
 # What Annie says of her own: never the user's, whatever they said.
 _ANNIES = frozenset("memory notes records best apologies pleasure knowledge mind opinion view guess own name".split())
+
+
 def owned_words(user_text: str, notes: Iterable[str] = ()) -> frozenset[str]:
     """The words the user put after "my": in ``user_text`` and in the lines of ``notes``
     (memory results) that they said; lower case, possessive cut, Annie's own words left out."""
