@@ -16,6 +16,8 @@ from tests.voice.support import FixedMemory, kokoro_wav, serve, voice_settings
 from voice.service import VoiceService
 
 CHROMIUM = Path("/usr/bin/chromium")
+# Headless, offline, no first-run pages.
+HEADLESS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 
 pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists(),
@@ -32,8 +34,7 @@ async def test_page_talks_and_chats(voice_server, voice_models, tmp_path):
     artifacts = tmp_path / "screenshots"
     artifacts.mkdir()
     args = [
-        "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
-        "--allow-loopback-in-peer-connection", "--use-fake-ui-for-media-stream",
+        *HEADLESS, "--allow-loopback-in-peer-connection", "--use-fake-ui-for-media-stream",
         "--use-fake-device-for-media-stream", f"--use-file-for-fake-audio-capture={mic}",
         "--autoplay-policy=no-user-gesture-required",
     ]
@@ -99,9 +100,7 @@ async def test_a_reload_while_annie_answers_shows_the_whole_answer(voice_server)
 
     question = "Count from one to forty in words, separated by commas."
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=str(CHROMIUM),
-                                          args=["--headless", "--no-sandbox", "--disable-gpu",
-                                                "--disable-background-networking", "--no-first-run"])
+        browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=HEADLESS)
         try:
             page = await browser.new_page()
             await page.goto(f"{voice_server.url}/#token={voice_server.token}")
@@ -144,8 +143,7 @@ async def test_the_page_waits_for_the_first_warm_up(voice_server, managed_llm, m
         with pause.held():
             await service.start()
             async with serve(service) as server, async_playwright() as p:
-                browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=[
-                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"])
+                browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=HEADLESS)
                 try:
                     page = await browser.new_page()
                     await page.goto(f"{server.url}/#token={server.token}")
@@ -176,9 +174,7 @@ async def test_the_rest_of_a_paused_turn_goes_on_its_line(voice_server):
             {"type": "transcript", "role": "user", "text": "Thanks.", "final": True},
             {"type": "transcript", "role": "user", "text": "Bye.", "final": True}]
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=str(CHROMIUM),
-                                          args=["--headless", "--no-sandbox", "--disable-gpu",
-                                                "--disable-background-networking", "--no-first-run"])
+        browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=HEADLESS)
         try:
             page = await browser.new_page()
             await page.goto(f"{voice_server.url}/#token={voice_server.token}")
