@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import re
 
+from voice.intent_rules import POLITE_OPENING
+
 _WORD = re.compile(r"[\w'’-]+")
 # Words a thought does not end on ("and ...", "the ...", "my ...").
 _OPEN_ENDS = frozenset("and but or because the a an my our your".split())
 # "Remember that ..." (and its kin): what follows must say something.
 _REMEMBER_THAT = re.compile(
-    r"^\W*(?:(?:hey |ok(?:ay)? )?annie,? )?(?:please,? )?(?:(?:can|could|would) you (?:please )?)?"
-    r"(?:remember|note|keep in mind|don'?t forget|do not forget|make a note)(?: of the fact)? that\b(?P<rest>.*)$",
+    POLITE_OPENING + r"(?:remember|note|keep in mind|don'?t forget|do not forget|make a note)(?: of the fact)? that\b(?P<rest>.*)$",
     re.IGNORECASE)
 # A clause has a verb: a form of be, have, do, a modal, a contraction of one, or a word
 # in -s / -ed that follows no determiner ("Ana likes tea", "Leo moved"; not "my keys").
