@@ -272,3 +272,29 @@ async def test_a_pause_inside_a_remember_keeps_it_one_fact(voice_server, voice_m
     # The page adds the rest to the turn's line.
     shown = [m for m in peer.messages[asked:] if m.get("type") == "transcript" and m["role"] == "user"]
     assert all(m.get("continues") for m in shown[1:]) and not shown[0].get("continues"), shown
+
+
+async def test_a_pause_inside_a_question_keeps_it_one_question(voice_server, voice_models, fixed_memory):
+    """"Where does my sister, ... live these days?": a pause after the subject of a
+    do-question is not the end of the turn (smart-turn called it one: memory was searched
+    for "Where does my sister?" and the rest became a turn of its own): one turn, one
+    search with the whole question, one reply."""
+    from benchmarks.voice_latency import kokoro_pcm
+
+    head, tail = (kokoro_pcm(voice_models.kokoro, text)[0]
+                  for text in ("Where does my sister,", "live these days?"))
+    peer = _Peer(lambda track: _record(track, []))
+    async with httpx.AsyncClient(base_url=voice_server.url, headers=voice_server.headers, timeout=30) as client:
+        await peer.connect(client)
+        before, asked = len(fixed_memory.searches), len(peer.messages)
+        peer.mic.say(np.concatenate([head, np.zeros(int(RATE * 0.5), np.int16), tail]))
+        await peer.wait_for(lambda: any(m.get("type") == "transcript" and m["role"] == "assistant" and m["text"]
+                                        for m in peer.messages[asked:]), 120)
+        await asyncio.sleep(4)  # time enough for a second reply, were the halves two turns
+        await peer.pc.close()
+    heard = [m["text"] for m in peer.messages[asked:] if m.get("type") == "transcript" and m["role"] == "user"]
+    replies = [m["text"] for m in peer.messages[asked:] if m.get("type") == "transcript" and m["role"] == "assistant"
+               and m["text"]]
+    searches = fixed_memory.searches[before:]
+    assert len(searches) == 1 and "live" in searches[0].lower(), (searches, heard)
+    assert len(replies) == 1 and "lisbon" in replies[0].lower(), (replies, heard)

@@ -21,6 +21,15 @@ from voice.unfinished import rejoined, unfinished
     "What did you think of the",
     "My sister moved to Lisbon because",
     "Remember that my friend Leo. Loves jazz and",
+    # a question whose subject came and its verb did not
+    "What did my friend Leo?",
+    "Where does my sister.",
+    "Did Tom's brother",
+    "What did Leo?",
+    "When will my sister",
+    "What time does the flight",
+    "Annie, who did my friend Leo.",
+    "Thanks. Where does Priya?",
 ])
 def test_words_that_stop_mid_thought(text):
     assert unfinished(text)
@@ -40,6 +49,17 @@ def test_words_that_stop_mid_thought(text):
     "Remember my friend Leo.",  # no "that": said as a whole request
     "Where does my sister live?",
     "Who did you talk to?",
+    # a verb cannot be told from a noun after the subject: these never wait
+    "What did Dan recommend?",
+    "When did Nate adopt Max?",
+    "What did I promise Tom?",
+    "What do you know about Lisbon?",
+    "Why did you?",
+    "Can Leo?",
+    "Who did the dishes?",
+    "Do the laundry.",
+    "What would my mother say?",
+    "Who is my friend Ana?",
     "Stop.",
     "Thanks!",
     "",
@@ -74,6 +94,9 @@ def test_mending_keeps_every_word(text):
     ("Remember that my sister. I mean my cousin moved.", "Remember that my sister I mean my cousin moved."),
     ("My sister moved. She loves Lisbon.", "My sister moved. She loves Lisbon."),
     ("Remember that Leo moved. He loves jazz.", "Remember that Leo moved. He loves jazz."),
+    ("What did my friend Leo? Say about the trip?", "What did my friend Leo say about the trip?"),
+    ("Where does my sister. Live now?", "Where does my sister live now?"),
+    ("Where does my sister live? I forgot.", "Where does my sister live? I forgot."),
     ("Stop.", "Stop."),
 ])
 def test_a_pause_s_sentence_end_is_mended(text, joined):
