@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 import asyncpg
 
 from memory.disclosure import sensitive_entity, sensitive_fact, sensitive_segment
-from memory.retrieval.types import MemoryHit
+from memory.retrieval.types import SEGMENT_COLUMNS, MemoryHit
 
 EPISODE_DAYS = 3
 PLANS_DAYS = 14
@@ -72,7 +72,7 @@ async def people_facts(pool: asyncpg.Pool, user_id: str, now: datetime, include_
 
 async def episodes(pool: asyncpg.Pool, user_id: str, now: datetime, include_sensitive: bool) -> list[MemoryHit]:
     rows = await pool.fetch(
-        f"""SELECT s.session_id, s.segment_id, s.speaker, s.text, s.ts FROM segments s
+        f"""SELECT {SEGMENT_COLUMNS} FROM segments s
            WHERE s.user_id = $1 AND s.ts >= $2 AND s.ts <= $3
              AND ($4 OR NOT {sensitive_segment('s')})
            ORDER BY s.ts DESC LIMIT $5""",

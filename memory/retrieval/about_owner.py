@@ -18,7 +18,7 @@ import asyncpg
 
 from memory.disclosure import sensitive_segment
 from memory.owner import OWNER
-from memory.retrieval.types import MemoryHit
+from memory.retrieval.types import SEGMENT_COLUMNS, MemoryHit
 
 # "about me", "who am I", "know me": the owner as the whole subject of the question.
 _ABOUT_OWNER = re.compile(r"\babout (?:me|myself)\b|\bwho (?:am i|i am)\b|\b(?:know|remember) me\b", re.IGNORECASE)
@@ -45,7 +45,7 @@ async def about_owner(pool: asyncpg.Pool, user_id: str, now: datetime, limit: in
     """Up to ``limit`` of the owner's own lines until ``now``: remembered ones first, then
     those about themselves; newest first in each."""
     rows = await pool.fetch(
-        f"""SELECT s.session_id, s.segment_id, s.speaker, s.text, s.ts FROM segments s
+        f"""SELECT {SEGMENT_COLUMNS} FROM segments s
            WHERE s.user_id = $1 AND s.speaker = $2 AND s.ts <= $3 AND (s.pinned OR s.text ~* $4)
              AND NOT {sensitive_segment('s')}
            ORDER BY s.pinned DESC, s.ts DESC LIMIT $5""",

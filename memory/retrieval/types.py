@@ -20,6 +20,10 @@ class LegScore:
     score: float  # the leg's own score (ts_rank, cosine, graph weight)
 
 
+# What MemoryHit.of_segment reads, as a query selects it from "segments s".
+SEGMENT_COLUMNS = "s.session_id, s.segment_id, s.speaker, s.text, s.ts"
+
+
 @dataclass
 class MemoryHit:
     """One remembered item: a transcript segment, or a fact from the graph."""
@@ -39,6 +43,7 @@ class MemoryHit:
 
     @classmethod
     def of_segment(cls, row) -> MemoryHit:
-        """A segment's hit from a row with its session_id, segment_id, speaker, text and ts."""
+        """A segment's hit from a row with its session_id, segment_id, speaker, text and ts
+        (:data:`SEGMENT_COLUMNS` selects them from ``segments s``)."""
         return cls("segment", f"{row['session_id']}/{row['segment_id']}", row["text"], row["speaker"], row["ts"],
                    row["session_id"])
