@@ -74,6 +74,7 @@ from voice.speech_onset import OnsetKokoro, from_onset
 from voice.synthesis_priority import Hold, PriorityKokoro
 from voice.textfilter import ToolTextFilter
 from voice.tools import TOOL_NAMES
+from voice.unfinished import rejoined
 from voice.unfinished_turn import UnfinishedTurnStopStrategy
 from voice.vad import SILERO_FRAME_S, SessionVAD
 
@@ -305,6 +306,21 @@ def awaits_reply(messages: list[dict[str, Any]]) -> bool:
     return bool(said) and said[-1].get("role") == "user"
 
 
+def mended(context: LLMContext, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with the user's newest words as one sentence where a pause split them
+    ("Where does my sister? Live these days." -> "Where does my sister live these days?",
+    :func:`voice.unfinished.rejoined`), in ``context`` too: what the model reads, what
+    memory is searched for and what the conversation keeps."""
+    last = messages[-1] if messages else {}
+    if last.get("role") != "user" or not isinstance(content := last.get("content"), str):
+        return messages
+    if (joined := rejoined(content)) == content:
+        return messages
+    messages = [*messages[:-1], {**last, "content": joined}]
+    context.set_messages(messages)
+    return messages
+
+
 class AgentLLMProcessor(FrameProcessor):
     """The LLM step: runs the shared :class:`Agent` on each context frame.
 
@@ -339,6 +355,7 @@ class AgentLLMProcessor(FrameProcessor):
         if not awaits_reply(messages):
             log.info("the context changed with nothing new from the user; no reply")
             return
+        messages = mended(context, messages)
         user_text = last_user_text(messages)
         if asks_to_stop(user_text):
             # Barge-in already silenced the reply; "Stop." is not a question to answer.

@@ -35,6 +35,7 @@ from voice.pipeline import (
     ToolTextGuard,
     awaits_reply,
     build_pipeline,
+    mended,
 )
 from voice.prefill import NEXT_TURN
 from voice.primer import PromptPrimer
@@ -154,6 +155,20 @@ def test_only_a_context_whose_newest_words_are_the_users_awaits_a_reply():
     assert not awaits_reply([user, cut])
     assert not awaits_reply([user, cut, {"role": "developer", "content": DEFAULT_EMPTY_USER_TURN_INTERRUPTED_PROMPT}])
     assert not awaits_reply([{"role": "system", "content": "You are Annie."}])
+
+
+def test_a_turn_a_pause_split_is_one_sentence_in_the_context():
+    """What the model reads, memory is searched for and the conversation keeps."""
+    system = {"role": "system", "content": "You are Annie."}
+    split = {"role": "user", "content": "Where does my sister? Live these days."}
+    context = LLMContext(messages=[system, split])
+    assert mended(context, context.get_messages())[-1]["content"] == "Where does my sister live these days."
+    assert context.get_messages()[-1]["content"] == "Where does my sister live these days."
+    whole = [system, {"role": "user", "content": "Where does my sister live? I forgot."}]
+    context = LLMContext(messages=whole)
+    assert mended(context, context.get_messages()) == whole and context.get_messages() == whole
+    said = [system, split, {"role": "assistant", "content": "In Lisbon."}]
+    assert mended(LLMContext(messages=said), said) == said  # only the user's newest words
 
 
 async def test_after_a_barge_in_a_context_with_nothing_new_from_the_user_gets_no_reply(managed_llm, tmp_path):
