@@ -308,7 +308,7 @@ def awaits_reply(messages: list[dict[str, Any]]) -> bool:
 
 def mended(context: LLMContext, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``messages`` with the user's newest words as one sentence where a pause split them
-    ("Where does my sister? Live these days." -> "Where does my sister live these days?",
+    ("Where does my sister? Live these days." -> "Where does my sister live these days.",
     :func:`voice.unfinished.rejoined`), in ``context`` too: what the model reads, what
     memory is searched for and what the conversation keeps."""
     last = messages[-1] if messages else {}

@@ -244,33 +244,41 @@ async def test_her_own_voice_in_the_microphone_does_not_interrupt_her(voice_serv
         lines[0]
 
 
-async def test_a_pause_inside_a_remember_keeps_it_one_fact(voice_server, voice_models, fixed_memory, tmp_path):
+async def _said_with_a_pause(voice_server, voice_models, first: str, rest: str) -> list[dict]:
+    """The page's messages for one utterance said as ``first``, half a second of silence
+    and ``rest``, until 4 s after the first words of a reply (time enough for a second
+    reply, were the halves two turns)."""
+    from benchmarks.voice_latency import kokoro_pcm
+
+    head, tail = (kokoro_pcm(voice_models.kokoro, text)[0] for text in (first, rest))
+    peer = _Peer(lambda track: _record(track, []))
+    async with httpx.AsyncClient(base_url=voice_server.url, headers=voice_server.headers, timeout=30) as client:
+        await peer.connect(client)
+        asked = len(peer.messages)
+        peer.mic.say(np.concatenate([head, np.zeros(int(RATE * 0.5), np.int16), tail]))
+        await peer.wait_for(lambda: any(m.get("type") == "transcript" and m["role"] == "assistant" and m["text"]
+                                        for m in peer.messages[asked:]), 120)
+        await asyncio.sleep(4)
+        await peer.pc.close()
+    return peer.messages[asked:]
+
+
+async def test_a_pause_inside_a_remember_keeps_it_one_fact(voice_server, voice_models, fixed_memory):
     """"Remember that my friend Leo, ... loves jazz": a pause in the middle is not the end
     of the turn (smart-turn called it one, and memory got "My friend Leo." and "Loves jazz
     ..." as two facts): the turn waits for the rest, memory gets one fact, and the page
     shows one line."""
-    from benchmarks.voice_latency import kokoro_pcm
-
-    head, tail = (kokoro_pcm(voice_models.kokoro, text)[0]
-                  for text in ("Remember that my friend Leo,", "loves jazz and plays the saxophone."))
-    peer = _Peer(lambda track: _record(track, []))
-    async with httpx.AsyncClient(base_url=voice_server.url, headers=voice_server.headers, timeout=30) as client:
-        await peer.connect(client)
-        before, asked = len(fixed_memory.remembered), len(peer.messages)
-        peer.mic.say(np.concatenate([head, np.zeros(int(RATE * 0.5), np.int16), tail]))
-        await peer.wait_for(lambda: any(m.get("type") == "transcript" and m["role"] == "assistant" and m["text"]
-                                        for m in peer.messages[asked:]), 120)
-        await asyncio.sleep(4)  # time enough for a second reply, were the halves two turns
-        await peer.pc.close()
-    heard = [m["text"] for m in peer.messages[asked:] if m.get("type") == "transcript" and m["role"] == "user"]
-    replies = [m for m in peer.messages[asked:] if m.get("type") == "transcript" and m["role"] == "assistant"
-               and m["text"]]
+    before = len(fixed_memory.remembered)
+    messages = await _said_with_a_pause(voice_server, voice_models, "Remember that my friend Leo,",
+                                        "loves jazz and plays the saxophone.")
+    shown = [m for m in messages if m.get("type") == "transcript" and m["role"] == "user"]
+    heard = [m["text"] for m in shown]
+    replies = [m for m in messages if m.get("type") == "transcript" and m["role"] == "assistant" and m["text"]]
     remembered = fixed_memory.remembered[before:]
     assert len(remembered) == 1, (remembered, heard)
     assert "leo" in remembered[0].lower() and "saxophone" in remembered[0].lower(), (remembered, heard)
     assert len(replies) == 1, (replies, heard)
     # The page adds the rest to the turn's line.
-    shown = [m for m in peer.messages[asked:] if m.get("type") == "transcript" and m["role"] == "user"]
     assert all(m.get("continues") for m in shown[1:]) and not shown[0].get("continues"), shown
 
 
@@ -279,23 +287,12 @@ async def test_a_pause_inside_a_question_keeps_it_one_question(voice_server, voi
     do-question is not the end of the turn (smart-turn called it one: memory was searched
     for "Where does my sister?" and the rest became a turn of its own): one turn, one
     search with the whole question, one reply."""
-    from benchmarks.voice_latency import kokoro_pcm
-
-    head, tail = (kokoro_pcm(voice_models.kokoro, text)[0]
-                  for text in ("Where does my sister,", "live these days?"))
-    peer = _Peer(lambda track: _record(track, []))
-    async with httpx.AsyncClient(base_url=voice_server.url, headers=voice_server.headers, timeout=30) as client:
-        await peer.connect(client)
-        before, asked = len(fixed_memory.searches), len(peer.messages)
-        peer.mic.say(np.concatenate([head, np.zeros(int(RATE * 0.5), np.int16), tail]))
-        await peer.wait_for(lambda: any(m.get("type") == "transcript" and m["role"] == "assistant" and m["text"]
-                                        for m in peer.messages[asked:]), 120)
-        await asyncio.sleep(4)  # time enough for a second reply, were the halves two turns
-        await peer.pc.close()
-    heard = [m["text"] for m in peer.messages[asked:] if m.get("type") == "transcript" and m["role"] == "user"]
-    spoken = " ".join(m["text"] for m in peer.messages[asked:]
+    before = len(fixed_memory.searches)
+    messages = await _said_with_a_pause(voice_server, voice_models, "Where does my sister,", "live these days?")
+    heard = [m["text"] for m in messages if m.get("type") == "transcript" and m["role"] == "user"]
+    spoken = " ".join(m["text"] for m in messages
                       if m.get("type") == "transcript" and m["role"] == "assistant")  # clause by clause
-    turns = [m for m in peer.messages[asked:] if m.get("type") == "state" and m["state"] == "thinking"]
+    turns = [m for m in messages if m.get("type") == "state" and m["state"] == "thinking"]
     searches = fixed_memory.searches[before:]
     assert len(searches) == 1 and "live" in searches[0].lower(), (searches, heard)
     assert len(turns) == 1 and "lisbon" in spoken.lower(), (spoken, heard)
