@@ -90,7 +90,7 @@ _AUXILIARIES = frozenset("do does did will would can could should shall".split()
 _KIND_OPENERS = frozenset("what which".split())
 _KIND_NOUNS = frozenset("kind kinds sort sorts type types".split())
 _JOINERS = frozenset("and or".split())
-_QUESTION_WORDS = frozenset("what which who whom whose when where why how".split())
+QUESTION_WORDS = frozenset("what which who whom whose when where why how".split())
 _NOTHING_LINE = re.compile(r"^\s*(?:nothing known about|no memories found|nothing found in memory|no name given)",
                            re.IGNORECASE)
 
@@ -197,7 +197,7 @@ def focus(question: str, names: list[str]) -> Focus:
         # "Where does the book club meet?": the auxiliary right after the question word
         # (or opening the sentence) is followed by the subject, then its verb.
         aux_at = next((i for i, w in enumerate(lowered[:2]) if w in _AUXILIARIES
-                       and all(q in _QUESTION_WORDS for q in lowered[:i])), -1)
+                       and all(q in QUESTION_WORDS for q in lowered[:i])), -1)
         current: Phrase | None = None
         for i, (token, low) in enumerate(zip(tokens, lowered, strict=True)):
             if not low or low.isdigit():

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from voice.focus import QUESTION_WORDS
 from voice.intent_rules import POLITE_OPENING
 
 _WORD = re.compile(r"[\w'’-]+")
@@ -40,7 +41,6 @@ _SUBJECTS = frozenset("i you we they he she it".split())
 _SUBJECT_WORDS = 4
 # A question that opens (after a question word and at most two more: "what time", "how
 # many days") on one of these has its subject next and its verb after it.
-_QUESTION_WORDS = frozenset("what which who whom whose when where why how".split())
 _ASKING = frozenset("do does did will would can could should".split())
 _DO = frozenset("do does did".split())
 # Question words that can be the subject themselves, with "do" as the verb.
@@ -76,10 +76,11 @@ def unfinished(text: str) -> bool:
 def _subject_waits(text: str) -> bool:
     """A "remember that" or a do-question followed by its subject and nothing said of it
     yet."""
-    if (match := _REMEMBER_THAT.match(text.strip())) is not None:
+    text = text.strip()
+    if (match := _REMEMBER_THAT.match(text)) is not None:
         rest = _WORD.findall(match.group("rest"))
         return 0 < len(rest) <= _SUBJECT_WORDS and _verbless(rest)
-    last = [p for p in _SENTENCE.split(text.strip()) if _WORD.search(p)][-1:]  # "Thanks. What did Leo"
+    last = [p for p in _SENTENCE.split(text) if _WORD.search(p)][-1:]  # "Thanks. What did Leo"
     return bool(last) and _verb_waits(_WORD.findall(re.sub(POLITE_OPENING, "", last[0], count=1, flags=re.IGNORECASE)))
 
 
@@ -96,7 +97,7 @@ def _verb_waits(words: list[str]) -> bool:
     a statement waits: the hold's cost, 2 s, no more."""
     lowered = [w.casefold() for w in words]
     start = next((i for i, w in enumerate(lowered[:4]) if w in _ASKING), None)
-    if start is None or (start > 0 and lowered[0] not in _QUESTION_WORDS) or lowered[:1] == ["do"]:
+    if start is None or (start > 0 and lowered[0] not in QUESTION_WORDS) or lowered[:1] == ["do"]:
         return False
     subject = words[start + 1:]
     if not subject:
