@@ -67,12 +67,13 @@ def parse_json_reply(text: str, schema: dict[str, Any]) -> Any:
 def server_timings(chunk: Any) -> dict[str, float]:
     """What llama-server says about a streamed call in its last chunk: ``prompt_tokens``
     (read this time), ``cached_tokens`` (reused from its prompt cache), ``prompt_ms`` and
-    ``generated_tokens``; empty for servers that do not report them (Ollama, cloud APIs)."""
+    ``generated_tokens``, and with speculative decoding ``drafted_tokens`` and
+    ``draft_accepted``; empty for servers that do not report them (Ollama, cloud APIs)."""
     timings = (getattr(chunk, "model_extra", None) or {}).get("timings")
     if not isinstance(timings, dict):
         return {}
     names = {"prompt_n": "prompt_tokens", "cache_n": "cached_tokens", "prompt_ms": "prompt_ms",
-             "predicted_n": "generated_tokens"}
+             "predicted_n": "generated_tokens", "draft_n": "drafted_tokens", "draft_n_accepted": "draft_accepted"}
     return {ours: float(timings[theirs]) for theirs, ours in names.items()
             if isinstance(timings.get(theirs), int | float)}
 

@@ -137,6 +137,8 @@ async def start_llm(settings: ModelSettings, run_dir: Path) -> LLMRuntime:
             parallel=settings.llm_parallel,
             cache_reuse=settings.llm_cache_reuse,
             batch=settings.llm_batch,
+            lookup_draft=settings.llm_lookup_draft,
+            lookup_ngram=settings.llm_lookup_ngram,
             nice=llm_niceness(settings),
         )
     )

@@ -109,6 +109,8 @@ class TurnDone:
         if "prompt_tokens" in t:
             parts.append(f"prompt read {t['prompt_tokens']:.0f} tokens in {t.get('prompt_ms', 0):.0f} ms, "
                          f"{t.get('cached_tokens', 0):.0f} from cache")
+        if t.get("drafted_tokens"):
+            parts.append(f"{t.get('draft_accepted', 0):.0f} of {t['drafted_tokens']:.0f} guessed tokens taken")
         return "; ".join(parts)
 
 
@@ -381,8 +383,9 @@ class Agent:
                 spoken.append(out)
                 yield TextDelta(out)
         finally:
-            # How much of the prompt the server had to read (the rest came from its cache).
-            for key in ("prompt_tokens", "cached_tokens", "prompt_ms"):
+            # How much of the prompt the server had to read (the rest came from its cache), and
+            # how many of the tokens it guessed ahead it kept (models.settings.llm_lookup_draft).
+            for key in ("prompt_tokens", "cached_tokens", "prompt_ms", "drafted_tokens", "draft_accepted"):
                 if key in stats:
                     timings[key] = timings.get(key, 0.0) + stats[key]
 

@@ -65,6 +65,17 @@ async def test_a_stream_reports_what_the_server_read_and_reused_from_its_prompt_
     assert again["cached_tokens"] >= 20 and again["prompt_tokens"] < first["prompt_tokens"]
 
 
+async def test_an_answer_that_repeats_its_prompt_is_drafted_from_it(managed_llm):
+    """Prompt lookup decoding (``llm_lookup_draft``, on by default): the tokens after a
+    repeated pair are guessed from the prompt and checked in one step."""
+    said = "My sister Priya lives in Lisbon, near the old tram line, with her two grey cats."
+    stats: dict = {}
+    messages = [{"role": "user", "content": f"Repeat this sentence exactly, nothing else: {said}"}]
+    text = "".join([c async for c in managed_llm.client.stream(messages, max_tokens=40, temperature=0.0, stats=stats)])
+    assert "Lisbon" in text
+    assert stats["drafted_tokens"] >= 3 and stats["draft_accepted"] >= 3
+
+
 async def test_turns_kept_after_old_ones_are_cut_are_reused_from_the_cache(managed_llm):
     """A conversation cut at its start (voice.agent.trim_history) keeps its last turns; the
     server finds them in its cache at other positions instead of reading them again."""
