@@ -65,3 +65,13 @@ async def test_a_stored_fact_leaves_no_tool_exchange_for_the_next_turn_to_read(i
     # The lookup chosen before the reply stays as a note after the question (no rendered tool call).
     assert [m["role"] for m in kept] == ["system"] and tool_results(kept) == [kept[0]["content"].split("\n", 1)[1]]
     assert "Lisbon" in kept[0]["content"]
+
+
+def test_a_turns_log_line_says_what_the_server_read_and_how_many_guesses_it_kept():
+    done = TurnDone("Priya lives in Lisbon.", ["search_memory"], {
+        "route_s": 0.0, "first_token_s": 0.5, "prompt_tokens": 50.0, "prompt_ms": 700.0, "cached_tokens": 600.0,
+        "drafted_tokens": 9.0, "draft_accepted": 6.0})
+    assert done.summary() == ("tools search_memory; route 0 ms; first token 500 ms; prompt read 50 tokens in 700 ms, "
+                              "600 from cache; 6 of 9 guessed tokens taken")
+    # A server that guessed nothing (or does not guess: Ollama, a cloud API) says nothing of it.
+    assert "guessed" not in TurnDone("Hi.", [], {"prompt_tokens": 5.0}).summary()
