@@ -3,7 +3,8 @@
 With ``llm_lookup_draft`` the server guesses the next tokens from where the last ones
 occurred before in the prompt or the reply (llama-server's ``ngram-simple`` speculative
 decoding) and checks them in one step with the token it writes. Two servers run side by
-side, one with the setting's default and one with it off (0, the baseline); every prompt
+side, one with ``--draft`` tokens guessed (3 unless given; the setting is off by default)
+and one with it off (0, the baseline); every prompt
 is asked of both, each going first in turn, at the temperature Annie uses:
 
 - memory answers: Annie's system prompt, a question of the everyday set and the memory
@@ -16,7 +17,7 @@ For replies: the first token, the first chunk the voice would speak (the voice's
 clause aggregator) after it, and the whole reply; for extraction the whole call. Output
 differs between the two (sampling), so a reply's time is also given per character.
 
-    python -m benchmarks.draft_lookup [--limit N] [--extractions N]
+    python -m benchmarks.draft_lookup [--draft N] [--limit N] [--extractions N]
 """
 
 from __future__ import annotations
@@ -124,12 +125,13 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=20, help="at most this many replies of each kind")
     parser.add_argument("--extractions", type=int, default=6, help="at most this many extractions (tens of seconds each)")
+    parser.add_argument("--draft", type=int, default=3, help="tokens guessed ahead by the server measured")
     parser.add_argument("--name", default="draft_lookup", help="results file name")
     args = parser.parse_args()
     base = {"llm_base_url": None, "ollama_host": None, "allow_download": False}
-    on_settings = ModelSettings(**base)
+    on_settings = ModelSettings(**base, llm_lookup_draft=args.draft)
     runtimes: dict[str, LLMRuntime] = {}
-    for setting, lookup_draft in (("on", on_settings.llm_lookup_draft), ("off", 0)):
+    for setting, lookup_draft in (("on", args.draft), ("off", 0)):
         runtimes[setting] = await start_llm(ModelSettings(**base, llm_lookup_draft=lookup_draft),
                                             Path(tempfile.mkdtemp(prefix=f"annie-bench-{setting}-")))
     settings = VoiceSettings()

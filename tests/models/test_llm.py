@@ -65,15 +65,31 @@ async def test_a_stream_reports_what_the_server_read_and_reused_from_its_prompt_
     assert again["cached_tokens"] >= 20 and again["prompt_tokens"] < first["prompt_tokens"]
 
 
-async def test_an_answer_that_repeats_its_prompt_is_drafted_from_it(managed_llm):
-    """Prompt lookup decoding (``llm_lookup_draft``, on by default): the tokens after a
+@pytest.mark.slow
+async def test_with_prompt_lookup_an_answer_that_repeats_its_prompt_is_guessed_from_it(model_settings, tmp_path,
+                                                                                        managed_llm):
+    """Prompt lookup decoding (``llm_lookup_draft``, off by default): the tokens after a
     repeated pair are guessed from the prompt and checked in one step."""
     said = "My sister Priya lives in Lisbon, near the old tram line, with her two grey cats."
-    stats: dict = {}
     messages = [{"role": "user", "content": f"Repeat this sentence exactly, nothing else: {said}"}]
-    text = "".join([c async for c in managed_llm.client.stream(messages, max_tokens=40, temperature=0.0, stats=stats)])
+
+    async def repeat(client) -> tuple[str, dict]:
+        stats: dict = {}
+        text = "".join([c async for c in client.stream(messages, max_tokens=40, temperature=0.0, stats=stats)])
+        return text, stats
+
+    settings = model_settings.model_copy(update={"llm_base_url": None, "ollama_host": None, "llm_ctx_size": 2048,
+                                                 "llm_parallel": 1, "llm_lookup_draft": 3})
+    runtime = await start_llm(settings, tmp_path)
+    try:
+        text, stats = await repeat(runtime.client)
+    finally:
+        await runtime.close()
     assert "Lisbon" in text
     assert stats["drafted_tokens"] >= 3 and stats["draft_accepted"] >= 3
+    # The server as it runs by default guesses nothing.
+    _, plain = await repeat(managed_llm.client)
+    assert not plain.get("drafted_tokens")
 
 
 async def test_turns_kept_after_old_ones_are_cut_are_reused_from_the_cache(managed_llm):
