@@ -92,13 +92,13 @@ class ModelSettings(BaseSettings):
     # guess can be made). Three tokens guessed after two matched was the best of the pairs
     # tried on the voice benchmark's answers (1-4 matched, 2-8 guessed): one matched token
     # slowed plain answers, longer guesses failed more often, and a failed guess costs a
-    # longer step. Off by default, because it changes what extraction writes: a step that
-    # checks guessed tokens computes the next token's scores in a batch, a little apart from
-    # one token alone, and at temperature 0 a near tie can fall the other way. With it on,
+    # longer step. Off by default, because it changes what extraction writes (most likely:
+    # a step that checks guessed tokens computes their scores in a batch, a little apart
+    # from one token alone, and at temperature 0 a near tie can fall the other way). With it on,
     # "I switched to Hoka, the Nikes hurt", extracted after "I love my Nike running shoes",
     # gave a current fact "Nikes hurt" with a liking predicate (tests/memory/test_extraction.py,
-    # every run of its file; alone it passed): its quality wants ``benchmarks.extraction``
-    # and the answer benchmarks before it is turned on.
+    # in the suite and in its file's run; alone, twice, it passed): ``benchmarks.extraction``
+    # and the answer benchmarks want rerunning with it before it is turned on.
     llm_lookup_draft: int = Field(default=0, ge=0, le=16)
     llm_lookup_ngram: int = Field(default=2, ge=1, le=12)
     # Scheduling niceness of the managed server (0: the same as Annie's; unset: chosen by
