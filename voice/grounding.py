@@ -30,13 +30,24 @@ _NOTHING_LINE = re.compile(r"^\s*(?:nothing known about|no memories found|nothin
                            re.IGNORECASE)
 
 
+def _bare(word: str) -> str:
+    return re.sub(r"['’]s$", "", word).strip("'’-")
+
+
+def is_name(word: str) -> bool:
+    """A capitalised word that is not "I", a weekday, a month, a title or Annie (a possessive
+    's aside): a name, as far as words alone tell."""
+    word = _bare(word)
+    return bool(word) and word[0].isupper() and word.casefold() not in _NOT_NAMES
+
+
 def asked_names(question: str) -> list[str]:
     """The names a question asks about, in order, without repeats or a possessive 's."""
     names: list[str] = []
     for sentence in _SENTENCE_END.split(question.strip()):
         for index, match in enumerate(_WORD.finditer(sentence)):
-            word = re.sub(r"['’]s$", "", match.group(0)).strip("'’-")
-            if index == 0 or not word or not word[0].isupper() or word.casefold() in _NOT_NAMES:
+            word = _bare(match.group(0))
+            if index == 0 or not is_name(word):
                 continue
             if word.casefold() not in (n.casefold() for n in names):
                 names.append(word)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from voice.focus import QUESTION_WORDS
+from voice.grounding import is_name
 from voice.intent_rules import POLITE_OPENING
 
 _WORD = re.compile(r"[\w'’-]+")
@@ -106,16 +107,11 @@ def _verb_waits(words: list[str]) -> bool:
     rest = subject[1:] if determined else subject
     # Names, after at most one lowercase word that a determiner opened: not a pronoun, a
     # verb, or a noun after a name.
-    if len(rest) > _SUBJECT_WORDS or not all(map(_name, rest[1:] if determined else rest)):
+    if len(rest) > _SUBJECT_WORDS or not all(map(is_name, rest[1:] if determined else rest)):
         return False
     if start == 1 and lowered[0] in _DO_SUBJECTS and lowered[1] in _DO:
-        return bool(rest) and _name(rest[-1])  # "Who did my friend Leo", "What did Leo"; not "Who did the dishes"
+        return bool(rest) and is_name(rest[-1])  # "Who did my friend Leo", "What did Leo"; not "Who did the dishes"
     return determined or start > 0
-
-
-def _name(word: str) -> bool:
-    """A capitalised word other than "I"."""
-    return word[:1].isupper() and word != "I"
 
 
 def rejoined(text: str) -> str:
