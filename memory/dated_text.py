@@ -38,6 +38,11 @@ def _span(start: datetime, end: datetime, phrase: str) -> str:
         return f"{start:%B %Y}"
     if start.month == 1 and start.day == 1 and days >= 365:
         return f"{start:%Y}"
+    if start.day == 1 and end.day == 1 and end.time() == start.time():
+        # Whole months ("last spring": March to May): the months, not their first and last
+        # days, which cost the model twice the tokens to read and say nothing more.
+        first = f"{start:%B}" if start.year == last.year else f"{start:%B %Y}"
+        return f"{first} to {last:%B %Y}"
     return f"{_day(start)} to {_day(last)}"
 
 

@@ -17,8 +17,10 @@ OWNER = "user"
 _YOU = "you"
 
 # A remembered line as the memory tools write it: its day, who spoke, "said:", the words
-# ("2026-03-02 Melanie said: ...", "2026-03-02 you said: ...").
-_SAID_LINE = re.compile(r"^[ \t]*\S+[ \t]+(?P<who>[^:\n]{1,60}?) said:[ \t]*(?P<words>.*)$", re.MULTILINE)
+# ("2026-03-02 Melanie said: ..."), or, after a line of the same day, who spoke and the
+# words ("you said: ...").
+_SAID_LINE = re.compile(r"^[ \t]*(?:\d{4}-\d{2}-\d{2}[ \t]+)?(?P<who>[^:\n]{1,60}?) said:[ \t]*(?P<words>.*)$",
+                        re.MULTILINE)
 
 
 def said_by(speaker: str | None) -> str:

@@ -47,17 +47,25 @@ def _words(hit: MemoryHit) -> str:
     return with_dates(words, hit.timestamp) if hit.kind == "segment" else words
 
 
+def day_lines(rows: Iterable[tuple[str | None, str]]) -> list[str]:
+    """``rows`` (a day, or None, and an item: "you said: ...") as lines, the day in front of
+    an item only when the item before it is not from that day ("2026-12-06 you said: ...",
+    "Tom said: ..."): a day is 11 tokens for the model to read (the tokenizer reads each
+    digit alone), about a third of a short line."""
+    rows = list(rows)
+    return [item if day is None or (i and rows[i - 1][0] == day) else f"{day} {item}"
+            for i, (day, item) in enumerate(rows)]
+
+
 def hit_lines(hits: Iterable[MemoryHit]) -> str:
-    """One line per hit: its day, who said it, the words. No ids: a segment id costs the
-    model about 15 tokens a line to read (about 0.3 s on two cores) and no answer uses it;
-    ``/v1/context`` gives the ids. In what was said, "yesterday", "last ..." and "... ago"
-    are followed by the day they meant (:mod:`memory.dated_text`); the words are cut at
-    ``LINE_CHARS`` first."""
-    lines = [
-        f"{h.timestamp:%Y-%m-%d} {said_by(h.speaker) if h.kind == 'segment' else 'fact'}: "
-        f"{_words(h)}"
-        for h in hits
-    ]
+    """One line per hit: who said it and the words, after its day unless the hit before is
+    from that day too (:func:`day_lines`). No
+    ids: a segment id costs the model about 15 tokens a line to read (about 0.3 s on two
+    cores) and no answer uses it; ``/v1/context`` gives the ids. In what was said,
+    "yesterday", "last ..." and "... ago" are followed by the day they meant
+    (:mod:`memory.dated_text`); the words are cut at ``LINE_CHARS`` first."""
+    lines = day_lines((f"{h.timestamp:%Y-%m-%d}", f"{said_by(h.speaker) if h.kind == 'segment' else 'fact'}: {_words(h)}")
+                      for h in hits)
     return "\n".join(lines) if lines else "No memories found."
 
 

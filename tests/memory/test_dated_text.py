@@ -24,6 +24,7 @@ SAID = datetime(2023, 5, 8, 14, 0, tzinfo=UTC)  # a Monday
     ("Last Fri I took my kids to a pottery workshop.", "Last Fri (5 May 2023) I took my kids to a pottery workshop."),
     ("This past weekend we hiked.", "This past weekend (the weekend of 6 May 2023) we hiked."),
     ("Went to the lake last Sat.", "Went to the lake last Sat (6 May 2023)."),
+    ("She moved there last spring.", "She moved there last spring (March to May 2022)."),
 ])
 def test_a_phrase_that_can_only_mean_the_past_gets_its_day(text, expected):
     assert with_dates(text, SAID) == expected

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from memory import graph
 from memory.extraction import EXTRACT
+from memory.owner import said_lines
 from memory.retrieval.types import MemoryHit
 from memory.service import MemoryService
 from memory.tools import LINE_CHARS, hit_lines
@@ -71,10 +72,13 @@ async def test_search_memory_is_one_short_line_per_item(service):
     await _seed(service)
     text = await service.search_memory("Priya Lisbon")
     lines = text.splitlines()
-    assert all(re.match(r"\d{4}-\d{2}-\d{2} (you said|[\w ]+ said|fact): ", line) for line in lines), lines
+    # each line a hit, its day in front unless the line before is from that day
+    item = r"(you said|[\w ]+ said|fact): "
+    assert all(re.match(rf"(\d{{4}}-\d{{2}}-\d{{2}} )?{item}", line) for line in lines), lines
+    assert re.match(r"\d{4}-\d{2}-\d{2}", lines[0]), lines
     assert not any("[" in line.split(":")[0] for line in lines)  # no ids for the model to read
-    assert any(line.startswith("2026-03-19") and "Lisbon" in line for line in lines)
-    assert any(" fact: " in line for line in lines)  # graph facts are results too
+    assert "2026-03-19" in text and any("Lisbon" in line for line in lines)
+    assert any(re.match(r"(\d{4}-\d{2}-\d{2} )?fact: ", line) for line in lines)  # graph facts are results too
     assert await service.search_memory("xylophone quartz") == "No memories found."
 
 
@@ -133,6 +137,28 @@ def test_a_line_is_cut_before_its_dates_are_added_so_its_end_survives():
     assert words == said.replace("last Saturday.", "last Saturday (6 May 2023).")
 
 
+def test_hits_in_a_row_from_one_day_have_it_written_once():
+    day, other = datetime(2026, 12, 6, 9, tzinfo=UTC), datetime(2026, 12, 1, 9, tzinfo=UTC)
+    hits = [MemoryHit(kind="segment", id=f"s/{i}", text=text, speaker=who, timestamp=at, session_id="s")
+            for i, (text, who, at) in enumerate([
+                ("My sister Priya lives in Lisbon.", "user", day),
+                ("The camping trip is off.", "Tom", day),
+                ("I parked on level four.", "user", other),
+                ("My brother Sam works at the bakery.", "user", day)])]
+    hits.insert(2, MemoryHit(kind="fact", id="fact:1", text="Priya lives in Lisbon", speaker="", timestamp=day))
+    assert hit_lines(hits).splitlines() == [
+        "2026-12-06 you said: My sister Priya lives in Lisbon.",
+        "Tom said: The camping trip is off.",
+        "fact: Priya lives in Lisbon",
+        "2026-12-01 you said: I parked on level four.",
+        "2026-12-06 you said: My brother Sam works at the bakery.",
+    ]
+    assert [(line.speaker, line.words) for line in said_lines(hit_lines(hits))] == [
+        ("you", "My sister Priya lives in Lisbon."), ("Tom", "The camping trip is off."),
+        ("you", "I parked on level four."), ("you", "My brother Sam works at the bakery.")]
+    assert hit_lines([]) == "No memories found."
+
+
 @given(st.text(alphabet=st.sampled_from("ab yesterday last Friday ago two weeks."), max_size=600))
 def test_every_line_keeps_a_whole_word_prefix_of_what_was_said_within_the_cut(text):
     said = " ".join(text.split())
@@ -164,7 +190,7 @@ async def test_a_question_about_the_owner_alone_gets_their_own_words(service):
                      "Do you know who I am?", "Do you remember me?"):
         text = await service.search_memory(question, now=NOW)
         assert text.splitlines() == ["2026-03-20 you said: I parked on level 3.",
-                                     "2026-03-20 you said: My sister Maya lives in Lisbon now."], question
+                                     "you said: My sister Maya lives in Lisbon now."], question
     assert await service.search_memory("What do you know about me?", now=day - timedelta(days=2)) == (
         "No memories found.")  # nothing said yet then
     # Anything more in the question is searched for as before.

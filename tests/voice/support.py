@@ -18,8 +18,8 @@ from fastapi import Depends, FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from memory.briefing import format_briefing
-from memory.owner import said_by
 from memory.retrieval.types import MemoryHit
+from memory.tools import hit_lines
 from tests.support import served
 from voice.api import router
 from voice.service import VoiceService
@@ -56,7 +56,7 @@ class FixedMemory:
         await asyncio.sleep(self.search_delay_s)
         words = {w.lower().strip("?.,!") for w in query.split() if len(w) > 2}
         found = [h for h in self.hits if words & {w.lower().strip("?.,!") for w in h.text.split()}] or self.hits
-        return "\n".join(f"- {said_by(h.speaker)}: {h.text}" for h in found)
+        return hit_lines(found)  # as memory writes them
 
     async def remember(self, fact: str) -> str:
         self.remembered.append(fact)
