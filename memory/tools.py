@@ -59,11 +59,10 @@ def day_lines(rows: Iterable[tuple[str | None, str]]) -> list[str]:
 
 def hit_lines(hits: Iterable[MemoryHit]) -> str:
     """One line per hit: who said it and the words, after its day unless the hit before is
-    from that day too (:func:`day_lines`). No
-    ids: a segment id costs the model about 15 tokens a line to read (about 0.3 s on two
-    cores) and no answer uses it; ``/v1/context`` gives the ids. In what was said,
-    "yesterday", "last ..." and "... ago" are followed by the day they meant
-    (:mod:`memory.dated_text`); the words are cut at ``LINE_CHARS`` first."""
+    from that day too (:func:`day_lines`). No ids: a segment id costs the model about 15
+    tokens a line to read (about 0.3 s on two cores) and no answer uses it; ``/v1/context``
+    gives the ids. In what was said, "yesterday", "last ..." and "... ago" are followed by
+    the day they meant (:mod:`memory.dated_text`); the words are cut at ``LINE_CHARS`` first."""
     lines = day_lines((f"{h.timestamp:%Y-%m-%d}", f"{said_by(h.speaker) if h.kind == 'segment' else 'fact'}: {_words(h)}")
                       for h in hits)
     return "\n".join(lines) if lines else "No memories found."
