@@ -212,12 +212,15 @@ async def run(llm: LLMClient, cases: list[dict[str, Any]], layouts: list[str] | 
         figures["lines with a resolved date"] = {
             "n": len(changed), **{layout: round(sum(r[layout]["score"] for r in changed) / len(changed), 4)
                                   for layout in layouts}}
+    def counts(layout: str, key: str) -> dict[str, float]:
+        """Percentiles of a count (tokens), named without percentiles' "_ms"."""
+        found = percentiles([float(r[layout][key] or 0) for r in rows])
+        return {name.removesuffix("_ms"): value for name, value in found.items()}
+
     for layout in layouts:
         figures[layout] = {
-            "prompt_tokens_read": {key.removesuffix("_ms"): value for key, value in
-                                   percentiles([float(r[layout]["prompt_tokens"] or 0) for r in rows]).items()},
-            "note_tokens": {key.removesuffix("_ms"): value for key, value in
-                            percentiles([float(r[layout]["note_tokens"] or 0) for r in rows]).items()},
+            "prompt_tokens_read": counts(layout, "prompt_tokens"),
+            "note_tokens": counts(layout, "note_tokens"),
             "first_token": percentiles([r[layout]["first_token_s"] * 1000 for r in rows]),
         }
     return {"n": len(rows), "skipped": skipped, "figures": figures, "questions": rows}
