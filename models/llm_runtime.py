@@ -139,6 +139,7 @@ async def start_llm(settings: ModelSettings, run_dir: Path) -> LLMRuntime:
             batch=settings.llm_batch,
             lookup_draft=settings.llm_lookup_draft,
             lookup_ngram=settings.llm_lookup_ngram,
+            flash_attn=settings.llm_flash_attn,
             nice=llm_niceness(settings),
         )
     )

@@ -57,6 +57,7 @@ class LlamaServerConfig:
     batch: int = 0  # prompt tokens read in one step (0: the server's default)
     lookup_draft: int = 0  # tokens drafted by prompt lookup (0: no speculative decoding)
     lookup_ngram: int = 2  # tokens matched to find them
+    flash_attn: str | None = None  # "on", "off" or "auto" (None: the server's default)
     nice: int = 0
     startup_timeout: float = 300.0
     max_restarts: int = 5
@@ -111,6 +112,8 @@ class LlamaServer:
             args += ["--cache-reuse", str(cfg.cache_reuse)]
         if cfg.batch:
             args += ["--batch-size", str(cfg.batch), "--ubatch-size", str(cfg.batch)]
+        if cfg.flash_attn:
+            args += ["--flash-attn", cfg.flash_attn]
         if cfg.lookup_draft:
             args += ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", str(cfg.lookup_ngram),
                      "--spec-ngram-simple-size-m", str(cfg.lookup_draft), "--spec-draft-n-max", str(cfg.lookup_draft)]

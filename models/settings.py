@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -80,6 +81,15 @@ class ModelSettings(BaseSettings):
     # of about 1.8 s, a cancelled request stops within one (0.5-1.0 s measured), and a long
     # prompt is read as fast (15.5 s either way); at 64 it was 7-10 % slower.
     llm_batch: int = Field(default=128, ge=0)
+    # Flash attention in the managed server ("on", "off", "auto": llama-server's default,
+    # which turns it on for this model on a CPU). A voice turn's prompt is a few dozen new
+    # tokens after a cached system prompt and conversation, and on two cores the server read
+    # them faster without it (benchmarks.prompt_attention, against auto, question by
+    # question): a memory question's 52 tokens after a ten-turn conversation in 0.76 of the
+    # time (0.73 s against 0.94 s at p50), after the system prompt alone 0.87, a plain
+    # question's 12 tokens 0.84 and 0.91; writing as fast (72-76 ms a token). A cold prompt
+    # of 440-830 tokens (the warm-up, background extraction) was read in 0.98-1.08 of the time.
+    llm_flash_attn: Literal["on", "off", "auto"] = "off"
     # Tokens the managed server guesses ahead from the conversation itself (prompt lookup
     # speculative decoding; 0: off): when the last ``llm_lookup_ngram`` tokens it wrote
     # occur earlier in the prompt or the reply, the tokens that followed them there are

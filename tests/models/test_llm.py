@@ -137,6 +137,14 @@ async def test_the_managed_server_runs_at_its_niceness(managed_llm, model_settin
     assert niceness == min(19, os.nice(0) + llm_niceness(model_settings))
 
 
+async def test_the_managed_server_runs_without_flash_attention(managed_llm, model_settings):
+    """As set (off by default: a voice turn's few dozen prompt tokens after a cached
+    conversation are read faster without it on a CPU)."""
+    args = Path(f"/proc/{managed_llm.server.pid}/cmdline").read_bytes().split(b"\0")
+    assert args[args.index(b"--flash-attn") + 1].decode() == model_settings.llm_flash_attn
+    assert ModelSettings.model_fields["llm_flash_attn"].default == "off"
+
+
 def test_the_niceness_follows_the_voice_unless_set(tmp_path):
     unpaused = {"llm_pause_for_voice": False}
     fast = 0 if tts_matmul.vnni() else 10
