@@ -30,8 +30,11 @@ import httpx
 from benchmarks.common import write_result
 from models.llm_runtime import start_llm
 from models.settings import ModelSettings
-from voice.prompts import MEMORY_NOTE, system_prompt
+from voice.agent import tool_note
+from voice.prompts import system_prompt
 from voice.settings import ToolRouting
+from voice.textfilter import ToolCall
+from voice.tools import ToolResult
 
 BRIEFING = ("What you know about the user:\n2026-11-29 you said: My sister Priya lives in Lisbon, she moved "
             "there last spring.\nyou said: My brother Sam works at the bakery on Church Street.\n"
@@ -74,9 +77,11 @@ WRITTEN = 16
 
 
 def turn_messages(question: str, lookup: str | None) -> list[dict[str, str]]:
+    """The user's words and, for a memory question, the lookup's note as the agent adds it."""
     messages = [{"role": "user", "content": question}]
     if lookup is not None:
-        messages.append({"role": "user", "content": MEMORY_NOTE.format(text=lookup)})
+        call = ToolCall("search_memory", {"query": question})
+        messages += tool_note(call, ToolResult(call.name, call.arguments, lookup))
     return messages
 
 
@@ -118,38 +123,35 @@ async def one_server(setting: str, run_dir: Path) -> list[dict]:
     return rows
 
 
-def summary(rows: list[dict], settings: list[str]) -> dict:
-    """Per setting, context and kind: the median prompt read and written token; and, question
-    by question, each setting's mean prompt read over the default's (``auto``)."""
+def _grouped(rows: list[dict], key) -> dict[tuple, list[dict]]:
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for row in rows:
-        groups[row["setting"], row["context"], row["kind"]].append(row)
+        groups[key(row)].append(row)
+    return groups
+
+
+def summary(rows: list[dict]) -> dict:
+    """Per setting, context and kind: the median prompt read and written token; and, question
+    by question, each setting's mean prompt read over the default's (``auto``)."""
     out: dict = {}
-    for (setting, context, kind), group in sorted(groups.items()):
+    for (setting, context, kind), group in sorted(_grouped(rows, lambda r: (r["setting"], r["context"], r["kind"])).items()):
         entry = {"calls": len(group), "prompt_tokens_p50": statistics.median(r["prompt_tokens"] for r in group),
                  "prompt_ms_p50": round(statistics.median(r["prompt_ms"] for r in group), 1)}
         if kind != "cold":
             entry["ms_per_written_token_p50"] = round(statistics.median(r["ms_per_written_token"] for r in group), 2)
         out.setdefault(setting, {}).setdefault(context, {})[kind] = entry
+    # the mean prompt read of each call asked under every setting: (setting, context, kind, question)
+    means = {key: statistics.fmean(r["prompt_ms"] for r in group) for key, group in
+             _grouped(rows, lambda r: (r["setting"], r["context"], r["kind"], r.get("question"))).items()}
     ratios: dict = {}
-    for setting in settings:
-        if setting == "auto":
-            continue
-        for context in ("system", "conversation"):
-            for kind in ("memory", "plain", "cold"):
-                keys = {r.get("question") for r in rows if r["context"] == context and r["kind"] == kind}
-                each = []
-                for key in keys:
-                    mine = [r["prompt_ms"] for r in rows if (r["setting"], r["context"], r["kind"], r.get("question"))
-                            == (setting, context, kind, key)]
-                    base = [r["prompt_ms"] for r in rows if (r["setting"], r["context"], r["kind"], r.get("question"))
-                            == ("auto", context, kind, key)]
-                    if mine and base:
-                        each.append(statistics.fmean(mine) / statistics.fmean(base))
-                if each:
-                    ratios.setdefault(f"{setting}_over_auto", {}).setdefault(context, {})[kind] = {
-                        "median": round(statistics.median(each), 3), "min": round(min(each), 3),
-                        "max": round(max(each), 3), "n": len(each)}
+    for (setting, context, kind, question), mean in means.items():
+        if setting != "auto" and (base := means.get(("auto", context, kind, question))):
+            ratios.setdefault(f"{setting}_over_auto", {}).setdefault(context, {}).setdefault(kind, []).append(mean / base)
+    for by_context in ratios.values():
+        for by_kind in by_context.values():
+            for kind, each in by_kind.items():
+                by_kind[kind] = {"median": round(statistics.median(each), 3), "min": round(min(each), 3),
+                                 "max": round(max(each), 3), "n": len(each)}
     return {"by_setting": out, "prompt_ms_ratio": ratios}
 
 
@@ -166,7 +168,7 @@ async def main() -> None:
             for setting in settings if i % 2 == 0 else settings[::-1]:
                 print(f"[round {i + 1}/{args.rounds}] a fresh server, flash attention {setting}", flush=True)
                 rows += await one_server(setting, Path(tmp) / f"run-{i}-{setting}")
-    write_result(args.name, {"rounds": args.rounds, "written_tokens": WRITTEN, **summary(rows, settings),
+    write_result(args.name, {"rounds": args.rounds, "written_tokens": WRITTEN, **summary(rows),
                              "per_call": rows})
 
 

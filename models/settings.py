@@ -85,10 +85,10 @@ class ModelSettings(BaseSettings):
     # which turns it on for this model on a CPU). A voice turn's prompt is a few dozen new
     # tokens after a cached system prompt and conversation, and on two cores the server read
     # them faster without it (benchmarks.prompt_attention, against auto, question by
-    # question): a memory question's 52 tokens after a ten-turn conversation in 0.76 of the
-    # time (0.73 s against 0.94 s at p50), after the system prompt alone 0.87, a plain
-    # question's 12 tokens 0.84 and 0.91; writing as fast (72-76 ms a token). A cold prompt
-    # of 440-830 tokens (the warm-up, background extraction) was read in 0.98-1.08 of the time.
+    # question): a memory question's 52 tokens after a ten-turn conversation in 0.81 of the
+    # time (0.61 s against 0.76 s at p50), after the system prompt alone 0.85, a plain
+    # question's 12 tokens 0.84 and 0.89; writing as fast (67-70 ms a token). A cold prompt
+    # of 440-830 tokens (the warm-up, background extraction) was read in 0.99-1.06 of the time.
     llm_flash_attn: Literal["on", "off", "auto"] = "off"
     # Tokens the managed server guesses ahead from the conversation itself (prompt lookup
     # speculative decoding; 0: off): when the last ``llm_lookup_ngram`` tokens it wrote
