@@ -10,9 +10,14 @@ or sentence; routing and tools included), TTS first chunk (that text -> first au
 and the rest (VAD and turn-end waits, queues, transport). In the same run each stage is
 also run standalone on the same input, with nothing else running (the VAD's stop as the
 clip followed by silence through a session's VAD, in audio time; a fixed phrase spoken
-from its cache, as in the pipeline); ``overhead_ratio`` is
-the pipeline's total over the standalone sum (``overhead_ratio_without_vad``: over the
-sum of the other three, as measured before). Then barge-in (user speech start -> bot
+from its cache, as in the pipeline; the agent after the conversation so far, kept as a
+session keeps it and read ahead after each reply), once before the voice turns and once
+after them, each phase on its own copy of the memory the session started with;
+``overhead_ratio`` is each turn's pipeline total over the mean of its two standalone
+sums, so that a steady drift of the machine's speed over the minutes between them
+cancels (``overhead_ratio_by_phase``: against each phase alone;
+``overhead_ratio_without_vad``: over the sum of the other three stages, as measured
+before). Then barge-in in a new session (user speech start -> bot
 audio stopped) and typed chat (``POST /v1/chat``: first token, new sessions included).
 While the managed LLM server works, the cores it got and those Annie's process and the
 client took are recorded for the voice turns and for the standalone stages
@@ -26,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -69,7 +75,7 @@ from models.llm_client import LLMClient
 from models.process import free_port
 from models.settings import ModelSettings
 from models.text_embedding import text_embedding_dim
-from voice.agent import Agent, TextDelta, TurnDone
+from voice.agent import Agent, ContextMessage, TextDelta, TurnDone
 from voice.clause_aggregator import FirstClauseAggregator
 from voice.pipeline import AgentLLMProcessor
 from voice.service import VoiceService
@@ -125,28 +131,45 @@ LONG_REPLIES = (
 )
 
 
+async def plant(data_dir: Path, model_settings: ModelSettings, llm: LLMClient | None = None) -> None:
+    """A real memory (embedded PostgreSQL, the in-process vector index) in ``data_dir``
+    holding PLANTED, closed again so that it can be copied. With ``llm``, memory also reads
+    PLANTED into its graph (the people and facts in it, as the app does after a
+    ``remember``); the run itself works without the LLM, as before."""
+    async with opened_memory(data_dir, model_settings) as memory:
+        memory.set_llm(llm)
+        for fact in PLANTED:
+            await memory.remember(fact)
+        deadline = time.monotonic() + 120
+        while (await memory.vectors.count()) < len(PLANTED) and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+        if llm is not None:
+            await extracted(memory, deadline=time.monotonic() + 900)
+            memory.set_llm(None)
+
+
+def copied_memory(source: Path, target: Path) -> Path:
+    """A copy of a closed memory's directory, owners kept (run as root, PostgreSQL's files
+    belong to the user it runs as)."""
+    shutil.copytree(source, target, symlinks=True)
+    for root, dirs, files in os.walk(source):
+        for name in (".", *dirs, *files):
+            path = Path(root, name)
+            info = path.lstat()
+            os.lchown(target / path.relative_to(source), info.st_uid, info.st_gid)
+    return target
+
+
 @contextlib.asynccontextmanager
-async def planted_memory(data_dir: Path, model_settings: ModelSettings,
-                         llm: LLMClient | None = None) -> AsyncIterator[MemoryService]:
-    """A real memory (embedded PostgreSQL, the in-process vector index) holding PLANTED.
-    With ``llm``, memory also reads PLANTED into its graph first (the people and facts in
-    it, as the app does after a ``remember``), and then works without the LLM during the
-    run, as before."""
+async def opened_memory(data_dir: Path, model_settings: ModelSettings) -> AsyncIterator[MemoryService]:
+    """The memory in ``data_dir`` (a new one if there is none), open until the block ends."""
     settings = MemorySettings(data_dir=data_dir, database_url=None, qdrant_url=None)
     db = await open_database(settings, durable_init=False)
     vectors = await open_vector_index(settings, text_embedding_dim(model_settings))
     memory = MemoryService(settings, model_settings, db.pool, vectors)
     await memory.start()
     try:
-        memory.set_llm(llm)
-        for fact in PLANTED:
-            await memory.remember(fact)
-        deadline = time.monotonic() + 120
-        while (await vectors.count()) < len(PLANTED) and time.monotonic() < deadline:
-            await asyncio.sleep(0.5)
-        if llm is not None:
-            await extracted(memory, deadline=time.monotonic() + 900)
-            memory.set_llm(None)
+        await memory.watcher.wait_idle()  # its pass over the capture files already there
         yield memory
     finally:
         await memory.close()
@@ -392,15 +415,31 @@ async def endpoint_delay(settings: VoiceSettings, speech: np.ndarray) -> float |
 SETTLE_S = 0.5
 
 
-async def standalone(service: VoiceService, turns: list[tuple[str, np.ndarray]]) -> list[dict]:
+@dataclasses.dataclass(frozen=True)
+class SessionStart:
+    """What a voice session read from memory as it started: the briefing in its system
+    prompt and Whisper's prompt. The standalone stages read the same."""
+    briefing: str | None
+    stt_prompt: str | None
+
+
+async def standalone(service: VoiceService, turns: list[tuple[str, np.ndarray]], memory: MemoryService,
+                     start: SessionStart, phase: str) -> list[dict]:
     """The same stages, one after another, outside the pipeline: the VAD's stop after the
-    last word, Whisper, the agent to its first chunk, Kokoro, each with nothing else running."""
+    last word, Whisper, the agent to its first chunk, Kokoro, each with nothing else running.
+
+    The agent works on ``memory``, a copy of the memory the voice session started with
+    (its "remember ..." turns then store into the copy, and a later memory question finds
+    what the session's found, not a second copy of it)."""
     models = service.models
     assert models is not None
     settings = service.settings
-    agent = Agent(next(iter(service.backends.values())), service.memory, settings, service.intents)
-    system = agent.system_prompt(await service.primer.session_briefing())
-    stt_prompt = await service.stt_prompt()  # as a session reads it
+    agent = Agent(next(iter(service.backends.values())), memory, settings, service.intents)
+    # The conversation so far, kept as a session keeps it (the question, the tool calls and
+    # results, the reply): the LLM stage reads each question after the same kind of
+    # conversation as the pipeline's, which takes longer the longer it is.
+    conversation: list[dict] = [{"role": "system", "content": agent.system_prompt(start.briefing)}]
+    stt_prompt = start.stt_prompt
     rows = []
     for question, pcm16 in turns:
         vad = await endpoint_delay(settings, pcm16)
@@ -412,18 +451,21 @@ async def standalone(service: VoiceService, turns: list[tuple[str, np.ndarray]])
         stt = time.perf_counter() - t0
         t0 = time.perf_counter()
         aggregator, chunk, llm, timings = FirstClauseAggregator(max_words=settings.first_chunk_max_words), "", None, {}
-        async with contextlib.aclosing(agent.respond([{"role": "system", "content": system},
-                                                      {"role": "user", "content": text}])) as events:
+        conversation.append({"role": "user", "content": text})
+        async with contextlib.aclosing(agent.respond(conversation)) as events:
             async for event in events:
                 if isinstance(event, TextDelta) and not chunk:
                     async for aggregation in aggregator.aggregate(event.text):
                         chunk = chunk or aggregation.text
                 if chunk and llm is None:
                     llm = time.perf_counter() - t0
+                if isinstance(event, ContextMessage):
+                    conversation.append(event.message)
                 if isinstance(event, TurnDone):
                     # Read to the end for what the LLM server says about the call (its prompt
                     # timings come with the last token), as the pipeline's turns record it.
                     timings = event.timings
+                    conversation.append({"role": "assistant", "content": event.text})
         if not chunk:
             rest = await aggregator.flush()
             chunk = rest.text if rest else "Okay."
@@ -441,7 +483,12 @@ async def standalone(service: VoiceService, turns: list[tuple[str, np.ndarray]])
                      "tts_first_chunk_s": round(tts, 3), "sum_s": round((vad or 0.0) + stt + llm + tts, 3),
                      "sum_without_vad_s": round(stt + llm + tts, 3), "first_chunk": chunk,
                      "agent": {key: round(value, 3) for key, value in timings.items()}})
-        print(f"[standalone] {question!r} {rows[-1]}", flush=True)
+        print(f"[standalone, {phase}] {question!r} {rows[-1]}", flush=True)
+        # As a voice session does once the reply is said: the LLM reads the conversation
+        # ahead, and the next question finds it cached (the pipeline's turns are a second
+        # apart, more than the read takes).
+        agent.read_ahead(conversation)
+        await agent.prefill.settle()
     return rows
 
 
@@ -481,8 +528,10 @@ async def process_cores(window_s: float) -> float:
 
 
 async def run(service: VoiceService, observer: StageObserver, turns: int, barges: int, chats: int,
-              peer_in_process: bool = False, llm_pid: Callable[[], int | None] | None = None) -> dict:
-    """``llm_pid``: the managed LLM server's process, to split the CPU while it works (``cpu_share``)."""
+              planted: Path, peer_in_process: bool = False, llm_pid: Callable[[], int | None] | None = None) -> dict:
+    """``planted``: the closed memory the service's is a copy of, for the standalone stages'
+    own copies. ``llm_pid``: the managed LLM server's process, to split the CPU while it
+    works (``cpu_share``)."""
     import uvicorn
     from fastapi import FastAPI
 
@@ -507,35 +556,56 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
     # A fresh session on a running server: the server's own warm-up at start is done (a
     # user opens the page after Annie has started); the session's first turn is measured.
     await service.primer.wait()
+    start = SessionStart(await service.primer.session_briefing(), await service.stt_prompt())
     # The client in a process of its own, as a user's browser is (or in this one, as measured before).
-    peer = Peer() if peer_in_process else PeerProcess()
+    peers: list[Peer | PeerProcess] = []
+    share = CpuShare({"llm_server": llm_pid or (lambda: None), "annie": os.getpid,
+                      "client": lambda: getattr(peers[-1], "pid", None) if peers else None}, busy="llm_server")
+    share.start()
+
+    async def alone(phase: str) -> list[dict]:
+        """The standalone stages on a copy of the planted memory of their own."""
+        copy = await asyncio.to_thread(copied_memory, planted, planted.parent / f"alone-{phase}")
+        async with opened_memory(copy, service.model_settings) as memory:
+            with share.phase(f"standalone_{phase}"):
+                return await standalone(service, [(q, a[1]) for q, a in zip(questions, audio, strict=True)],
+                                        memory, start, phase)
+
+    # The stages alone both before and after the voice turns, each turn against their mean:
+    # the machine's speed drifts over minutes by 10-20 %, and one phase alone put that
+    # drift into the pipeline's ratio.
+    alone_before = await alone("before")
     ends = SessionEnds()
     logging.getLogger("voice.service").addHandler(ends)
     base_url = f"http://127.0.0.1:{port}"
-    async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
-        await peer.connect(base_url)
+    peers.append(Peer() if peer_in_process else PeerProcess())
+    await peers[-1].connect(base_url)
+    await asyncio.sleep(1)
+    idle_cores = await process_cores(IDLE_WINDOW_S)
+    with share.phase("pipeline"):
+        results = await voice_turns(peers[-1], observer, [(q, a[0]) for q, a in zip(questions, audio, strict=True)])
+    await peers[-1].close()
+    await asyncio.sleep(2)
+    alone_after = await alone("after")
+    barge: list[dict] = []
+    if barges:  # in a session of its own: its first long reply is that session's first turn
+        peers.append(Peer() if peer_in_process else PeerProcess())
+        await peers[-1].connect(base_url)
         await asyncio.sleep(1)
-        idle_cores = await process_cores(IDLE_WINDOW_S)
-        share = CpuShare({"llm_server": llm_pid or (lambda: None), "annie": os.getpid,
-                          "client": lambda: getattr(peer, "pid", None)}, busy="llm_server")
-        share.start()
-        with share.phase("pipeline"):
-            results = await voice_turns(peer, observer, [(q, a[0]) for q, a in zip(questions, audio, strict=True)])
-        barge = await barge_ins(peer, observer, barges, long_asks, stop_pcm) if barges else []
-        await peer.close()
+        barge = await barge_ins(peers[-1], observer, barges, long_asks, stop_pcm)
+        await peers[-1].close()
         await asyncio.sleep(2)
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
         chat = await chat_turns(client, [CHATS[i % len(CHATS)] for i in range((chats + 1) // 2)]) if chats else []
     logging.getLogger("voice.service").removeHandler(ends)
-    with share.phase("standalone"):
-        alone = await standalone(service, [(q, a[1]) for q, a in zip(questions, audio, strict=True)])
     await share.stop()
     server.should_exit = True
     await server_task
 
     done = [r for r in results if "rest_s" in r]
     keys = ("total_s", "stt_s", "llm_first_chunk_s", "tts_first_chunk_s", "rest_s")
-    ratios = [r["total_s"] / s["sum_s"] for r, s in zip(results, alone, strict=True) if "rest_s" in r]
-    without_vad = [r["total_s"] / s["sum_without_vad_s"] for r, s in zip(results, alone, strict=True) if "rest_s" in r]
+    alone = [both_phases(b, a) for b, a in zip(alone_before, alone_after, strict=True)]
+    measured = [(r, s) for r, s in zip(results, alone, strict=True) if "rest_s" in r]
     first_tokens = [r["first_token_s"] for r in chat if r["first_token_s"] is not None]
     stops = [r["stopped_after_s"] for r in barge if r["stopped_after_s"] is not None]
     return {
@@ -548,9 +618,13 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
         "session_idle_cores": round(idle_cores, 3),
         "first_turn_total_s": results[0]["total_s"] if results else None,
         "pipeline_ms": {key: pct([r[key] for r in done]) for key in keys},
-        "standalone_ms": {key: pct([r[key] for r in alone]) for key in
-                          ("vad_stop_s", "stt_s", "llm_first_chunk_s", "tts_first_chunk_s", "sum_s",
-                           "sum_without_vad_s")},
+        # Each stage's time per turn is the mean of its two standalone phases; by phase below.
+        "standalone_ms": standalone_stats(alone),
+        "standalone_ms_by_phase": {"before": standalone_stats(alone_before), "after": standalone_stats(alone_after)},
+        # How much the machine's speed moved between the phases: per turn, the stage sum
+        # after the voice turns over the sum before them.
+        "standalone_after_over_before": middle([a["sum_s"] / b["sum_s"] for b, a in
+                                                zip(alone_before, alone_after, strict=True) if b["sum_s"]]),
         "rest_split_ms": {key: pct([r["rest_split"][key] for r in done if key in r["rest_split"]]) for key in
                           ("vad_stop_s", "transcript_to_llm_s", "audio_to_client_s", "client_buffer_s")},
         "early_stt_used": {"turns": len(done), "early": sum(1 for r in done if r.get("early_stt"))},
@@ -558,14 +632,20 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
         "reply_longest_silence_ms": pct([r["longest_silence_s"] for r in results if "longest_silence_s" in r]),
         # The LLM server's own account of each reply's prompt (the rest came from its cache)
         # and first token, in the pipeline and standalone: where the LLM stage's gap is.
-        "llm_server": {"pipeline": server_account(done), "standalone": server_account(alone)},
+        "llm_server": {"pipeline": server_account(done), "standalone_before": server_account(alone_before),
+                       "standalone_after": server_account(alone_after)},
         # While the LLM server used a core or more (reading a prompt, writing a reply): the
         # cores it got, and those Annie's process (with the benchmark's own work) and the
         # client's took, in the voice turns and in the standalone stages (benchmarks.cpu_share).
         "cpu_while_llm_busy": share.summary(),
-        "overhead_ratio": middle(ratios),
+        # Each turn's pipeline total over its standalone sum (the mean of the two phases).
+        "overhead_ratio": middle([r["total_s"] / s["sum_s"] for r, s in measured]),
         # the ratio as the benchmark measured it before the VAD's stop was a standalone stage
-        "overhead_ratio_without_vad": middle(without_vad),
+        "overhead_ratio_without_vad": middle([r["total_s"] / s["sum_without_vad_s"] for r, s in measured]),
+        # against one phase alone (the stages after the turns: as the benchmark measured before)
+        "overhead_ratio_by_phase": {
+            phase: middle([r["total_s"] / s["sum_s"] for r, s in zip(results, rows, strict=True) if "rest_s" in r])
+            for phase, rows in (("before", alone_before), ("after", alone_after))},
         "barge_in_ms": {"stopped_after": pct(stops),
                         "not_interrupted": sum(1 for r in barge if r["playing_at_stop"]
                                                and r["interrupted_after_s"] is None),
@@ -576,14 +656,29 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
                                 "new_session": pct([r["first_token_s"] for r in chat
                                                     if r["new_session"] and r["first_token_s"] is not None])},
         "voice_session_ended": ends.lines,
-        "per_turn": results, "standalone_per_turn": alone, "barge_in_per_try": barge, "chat_per_message": chat,
+        "per_turn": results, "standalone_per_turn": {"before": alone_before, "after": alone_after},
+        "barge_in_per_try": barge, "chat_per_message": chat,
         "note": "STT in the pipeline is timed from the VAD stop (about 0.2 s after speech ends) to the transcript; "
                 "Whisper may start before the stop ('early_stt': begun in the closing pause). 'rest' holds the VAD "
                 "stop, the smart-turn wait, queues and transport. End of speech is the end of the question's last "
                 "word, and barge-in is timed from the first loud sample of 'Stop.' to the last loud frame the "
                 "client heard (the silence Kokoro puts around the words is cut from every spoken clip). Memory "
-                "questions search a real memory.",
+                "questions search a real memory. The standalone stages run twice, before and after the voice turns, "
+                "each on a copy of the memory the session started with, the agent after the conversation so far "
+                "as a session keeps it.",
     }
+
+
+STAGE_KEYS = ("vad_stop_s", "stt_s", "llm_first_chunk_s", "tts_first_chunk_s", "sum_s", "sum_without_vad_s")
+
+
+def both_phases(before: dict, after: dict) -> dict:
+    """A turn's standalone stage times: the mean of the two phases, stage by stage."""
+    return {key: round((before[key] + after[key]) / 2, 3) for key in STAGE_KEYS}
+
+
+def standalone_stats(rows: list[dict]) -> dict:
+    return {key: pct([r[key] for r in rows]) for key in STAGE_KEYS}
 
 
 async def main() -> None:
@@ -616,7 +711,11 @@ async def main() -> None:
             client = runtime.client
         observer = StageObserver()
         try:
-            async with planted_memory(Path(tmp) / "memory", model_settings, client) as memory:
+            # Planted once; the session's memory and each standalone phase's are copies of it.
+            planted = Path(tmp) / "planted"
+            await plant(planted, model_settings, client)
+            await asyncio.to_thread(copied_memory, planted, Path(tmp) / "memory")
+            async with opened_memory(Path(tmp) / "memory", model_settings) as memory:
                 settings = VoiceSettings(data_dir=Path(tmp) / "voice", greeting="", tool_routing=ToolRouting(args.routing),
                                          intent_router=not args.no_intent_router)
                 # As the app does: background work waits for live turns, and the managed LLM
@@ -626,7 +725,7 @@ async def main() -> None:
                 await service.start()
                 try:
                     llm_pid = (lambda: runtime.server.pid) if runtime and runtime.server else None
-                    result = await run(service, observer, args.turns, args.barge_ins, args.chats,
+                    result = await run(service, observer, args.turns, args.barge_ins, args.chats, planted,
                                        args.peer_in_process, llm_pid)
                 finally:
                     await service.close()
