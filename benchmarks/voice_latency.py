@@ -605,7 +605,11 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
     done = [r for r in results if "rest_s" in r]
     keys = ("total_s", "stt_s", "llm_first_chunk_s", "tts_first_chunk_s", "rest_s")
     alone = [both_phases(b, a) for b, a in zip(alone_before, alone_after, strict=True)]
-    measured = [(r, s) for r, s in zip(results, alone, strict=True) if "rest_s" in r]
+
+    def overhead(standalone_rows: list[dict], key: str = "sum_s") -> dict:
+        """Each measured turn's pipeline total over its standalone ``key``."""
+        return middle([r["total_s"] / s[key] for r, s in zip(results, standalone_rows, strict=True) if "rest_s" in r])
+
     first_tokens = [r["first_token_s"] for r in chat if r["first_token_s"] is not None]
     stops = [r["stopped_after_s"] for r in barge if r["stopped_after_s"] is not None]
     return {
@@ -639,13 +643,11 @@ async def run(service: VoiceService, observer: StageObserver, turns: int, barges
         # client's took, in the voice turns and in the standalone stages (benchmarks.cpu_share).
         "cpu_while_llm_busy": share.summary(),
         # Each turn's pipeline total over its standalone sum (the mean of the two phases).
-        "overhead_ratio": middle([r["total_s"] / s["sum_s"] for r, s in measured]),
+        "overhead_ratio": overhead(alone),
         # the ratio as the benchmark measured it before the VAD's stop was a standalone stage
-        "overhead_ratio_without_vad": middle([r["total_s"] / s["sum_without_vad_s"] for r, s in measured]),
+        "overhead_ratio_without_vad": overhead(alone, "sum_without_vad_s"),
         # against one phase alone (the stages after the turns: as the benchmark measured before)
-        "overhead_ratio_by_phase": {
-            phase: middle([r["total_s"] / s["sum_s"] for r, s in zip(results, rows, strict=True) if "rest_s" in r])
-            for phase, rows in (("before", alone_before), ("after", alone_after))},
+        "overhead_ratio_by_phase": {"before": overhead(alone_before), "after": overhead(alone_after)},
         "barge_in_ms": {"stopped_after": pct(stops),
                         "not_interrupted": sum(1 for r in barge if r["playing_at_stop"]
                                                and r["interrupted_after_s"] is None),
